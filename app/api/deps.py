@@ -1,0 +1,28 @@
+"""Dependencies as `Annotated` aliases over `app.state.services`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from app.health import HealthChecker
+from app.runs.events import EventHub
+from app.runs.manager import RunManager
+
+
+def get_run_manager(request: Request) -> RunManager:
+    return request.app.state.services.runs
+
+
+def get_event_hub(request: Request) -> EventHub:
+    return request.app.state.services.events
+
+
+def get_health(request: Request) -> HealthChecker:
+    return request.app.state.services.health
+
+
+RunManagerDep = Annotated[RunManager, Depends(get_run_manager)]
+EventHubDep = Annotated[EventHub, Depends(get_event_hub)]
+HealthDep = Annotated[HealthChecker, Depends(get_health)]

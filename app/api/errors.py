@@ -1,0 +1,41 @@
+"""Domain errors → HTTP, in one place. Bad input is a readable 422, never a 500."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from app.agents.workspace import WorkspaceError
+from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
+
+
+def _readable(errors: list[dict]) -> str:
+    parts = []
+    for error in errors:
+        location = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{location}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+def register_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
+        return JSONResponse(status_code=422, content={"detail": _readable(errors), "errors": errors})
+
+    @app.exception_handler(WorkspaceError)
+    async def _workspace(_: Request, exc: WorkspaceError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": f"workspace_path: {exc}"})
+
+    @app.exception_handler(RunBusyError)
+    async def _busy(_: Request, exc: RunBusyError) -> JSONResponse:
+        return JSONResponse(status_code=429, content={"detail": str(exc)})
+
+    @app.exception_handler(RunNotFoundError)
+    async def _not_found(_: Request, exc: RunNotFoundError) -> JSONResponse:
+        return JSONResponse(status_code=404, content={"detail": str(exc.args[0] if exc.args else exc)})
+
+    @app.exception_handler(RunConflictError)
+    async def _conflict(_: Request, exc: RunConflictError) -> JSONResponse:
+        return JSONResponse(status_code=409, content={"detail": str(exc)})

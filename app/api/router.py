@@ -1,0 +1,9 @@
+"""All routers of the service."""
+
+from fastapi import APIRouter
+
+from app.api.routes import health, orchestrate, runs, stream
+
+api_router = APIRouter()
+for module in (orchestrate, runs, stream, health):
+    api_router.include_router(module.router)

@@ -1,0 +1,28 @@
+"""Resume, cancel and the status safety net for one thread."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.api.deps import RunManagerDep
+from app.schemas.kotlin import ApprovalResponse
+
+router = APIRouter(tags=["runs"])
+
+
+@router.post("/approve/{thread_id}")
+async def approve_run(thread_id: str, approval: ApprovalResponse, runs: RunManagerDep) -> dict[str, str]:
+    await runs.resume(thread_id, approval)
+    return {"status": "resuming", "thread_id": thread_id}
+
+
+@router.post("/cancel/{thread_id}")
+async def cancel_run(thread_id: str, runs: RunManagerDep) -> dict[str, str]:
+    """Kotlin sends no body (with a JSON content type); none is read."""
+    await runs.cancel(thread_id)
+    return {"status": "cancelled"}
+
+
+@router.get("/status/{thread_id}")
+async def read_status(thread_id: str, runs: RunManagerDep) -> dict[str, str]:
+    return await runs.status(thread_id)

@@ -1,0 +1,121 @@
+"""Pushes to the Kotlin server (contract §3).
+
+Pushes leave through one ordered queue drained by a background sender, so a graph node never
+waits for Kotlin (the original service did, and paid ~200 ms per node). Order is kept, so a
+run's terminal status always arrives after its progress. Progress is a heartbeat and is tried
+once; a status push decides the task's fate on the Kotlin side, so it is retried with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from app.schemas.kotlin import ProgressPush, StatusPush, TrackerCreateIssue, TrackerUpdateIssue
+
+log = logging.getLogger(__name__)
+
+PROGRESS_PATH = "/internal/orchestrator-progress"
+STATUS_PATH = "/internal/orchestrator-status"
+
+
+class TrackerError(RuntimeError):
+    """The Kotlin tracker endpoint failed."""
+
+
+@dataclass(frozen=True)
+class _Outgoing:
+    path: str
+    body: dict[str, Any]
+    attempts: int
+
+
+class KotlinClient:
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        base_url: str,
+        *,
+        push_timeout: float = 5.0,
+        push_attempts: int = 3,
+        tracker_timeout: float = 30.0,
+        retry_base_delay: float = 0.5,
+    ) -> None:
+        self._http = http
+        self._base = base_url.rstrip("/")
+        self._push_timeout = push_timeout
+        self._push_attempts = max(1, push_attempts)
+        self._tracker_timeout = tracker_timeout
+        self._retry_base_delay = retry_base_delay
+        self._queue: asyncio.Queue[_Outgoing] = asyncio.Queue()
+        self._sender: asyncio.Task[None] | None = None
+        self.failed_pushes = 0
+
+    async def start(self) -> None:
+        if self._sender is None:
+            self._sender = asyncio.create_task(self._send_forever(), name="kotlin-push-sender")
+
+    async def stop(self, drain_timeout: float = 10.0) -> None:
+        """Send what is queued (bounded), then stop the sender."""
+        try:
+            await asyncio.wait_for(self._queue.join(), drain_timeout)
+        except TimeoutError:
+            log.warning("dropping %d unsent Kotlin pushes at shutdown", self._queue.qsize())
+        if self._sender is not None:
+            self._sender.cancel()
+            await asyncio.gather(self._sender, return_exceptions=True)
+            self._sender = None
+
+    async def flush(self, timeout: float = 10.0) -> None:
+        await asyncio.wait_for(self._queue.join(), timeout)
+
+    def push_progress(self, push: ProgressPush) -> None:
+        self._queue.put_nowait(_Outgoing(PROGRESS_PATH, push.wire(), attempts=1))
+
+    def push_status(self, push: StatusPush) -> None:
+        self._queue.put_nowait(_Outgoing(STATUS_PATH, push.wire(), attempts=self._push_attempts))
+
+    async def _send_forever(self) -> None:
+        while True:
+            item = await self._queue.get()
+            try:
+                await self._send(item)
+            finally:
+                self._queue.task_done()
+
+    async def _send(self, item: _Outgoing) -> None:
+        for attempt in range(1, item.attempts + 1):
+            try:
+                response = await self._http.post(
+                    self._base + item.path, json=item.body, timeout=self._push_timeout
+                )
+                if response.status_code < 500:
+                    if response.status_code >= 400:
+                        log.warning("Kotlin rejected %s: HTTP %s", item.path, response.status_code)
+                    return
+                reason = f"HTTP {response.status_code}"
+            except httpx.HTTPError as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+            if attempt < item.attempts:
+                await asyncio.sleep(self._retry_base_delay * 2 ** (attempt - 1))
+        self.failed_pushes += 1
+        log.warning("push %s failed after %d attempt(s): %s", item.path, item.attempts, reason)
+
+    async def create_issue(self, request: TrackerCreateIssue) -> dict[str, Any]:
+        return await self._tracker("/internal/tracker/create-issue", request.wire())
+
+    async def update_issue(self, request: TrackerUpdateIssue) -> dict[str, Any]:
+        return await self._tracker("/internal/tracker/update-issue", request.wire())
+
+    async def _tracker(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = await self._http.post(self._base + path, json=body, timeout=self._tracker_timeout)
+            response.raise_for_status()
+            data = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise TrackerError(f"{path} failed: {exc}") from exc
+        return data if isinstance(data, dict) else {"result": data}

@@ -1,0 +1,45 @@
+"""Chat history as the nodes use it (spec §16.4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.graph.state import OrchestratorState
+
+
+def _history(state: OrchestratorState) -> dict[str, Any]:
+    return state.get("chat_history") or {}
+
+
+def recent_messages(state: OrchestratorState, limit: int | None = None) -> str:
+    """The last messages verbatim (intake uses 5 to tell a continuation from a new topic)."""
+    messages = _history(state).get("recent_messages") or []
+    if limit is not None:
+        messages = messages[-limit:]
+    return "\n".join(f"{m.get('role', '?')}: {m.get('content', '')}" for m in messages)
+
+
+def summary_text(state: OrchestratorState) -> str:
+    """Compressed older conversation (evidence pack's `chat_history_summary`)."""
+    blocks = _history(state).get("summary_blocks") or []
+    return "\n".join(f"[{b.get('sequence_range', '?')}] {b.get('summary', '')}" for b in blocks)
+
+
+def key_decisions(state: OrchestratorState, limit: int = 10) -> list[str]:
+    """Decisions recorded in summary blocks, newest last (plan and finalize use them)."""
+    decisions = [d for b in _history(state).get("summary_blocks") or [] for d in b.get("key_decisions") or []]
+    return decisions[-limit:]
+
+
+def full_conversation(state: OrchestratorState) -> str:
+    """Summaries then recent messages: the whole context respond answers from."""
+    parts = []
+    if summary := summary_text(state):
+        parts.append(f"Earlier conversation (summaries):\n{summary}")
+    if recent := recent_messages(state):
+        parts.append(f"Recent messages:\n{recent}")
+    return "\n\n".join(parts)
+
+
+def total_message_count(state: OrchestratorState) -> int:
+    return int(_history(state).get("total_message_count") or 0)

@@ -1,0 +1,27 @@
+"""What nodes get through `Runtime[RunContext]`: injected services, never module globals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.config import Settings
+
+if TYPE_CHECKING:
+    from app.agents.base import AgentRunner
+    from app.agents.workspace import WorkspaceManager
+    from app.clients.knowledge_base import KnowledgeBaseClient
+    from app.clients.kotlin import KotlinClient
+    from app.llm.provider import Llm
+    from app.persistence.context_store import ContextStore
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunContext:
+    settings: Settings
+    llm: Llm
+    kb: KnowledgeBaseClient
+    kotlin: KotlinClient
+    context_store: ContextStore
+    runner: AgentRunner
+    workspaces: WorkspaceManager

@@ -1,0 +1,33 @@
+"""clarify: ask the user (interrupt `clarify`), then classify again with the answer.
+
+A node of its own so that the classification LLM call is not repeated when the run resumes
+(a node re-runs from its start after `interrupt()`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.types import interrupt
+
+from app.graph.approval import answer_text
+from app.graph.nodes._common import NodeRuntime, task_of
+from app.graph.state import OrchestratorState
+
+
+async def clarify(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
+    questions = state.get("clarification_questions") or []
+    decision = interrupt(
+        {
+            "type": "clarification",
+            "action": "clarify",
+            "description": "\n".join(f"{i}. {q}" for i, q in enumerate(questions, 1)),
+            "task_id": task_of(state)["id"],
+            "questions": questions,
+        }
+    )
+    return {
+        "clarification_response": {"questions": questions, "answer": answer_text(decision)},
+        "clarification_rounds": state.get("clarification_rounds", 0) + 1,
+        "needs_clarification": False,
+    }

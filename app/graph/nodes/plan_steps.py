@@ -1,0 +1,37 @@
+"""plan_steps (spec §7.7): concrete steps for the current goal, each code step with its agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.graph import prompts
+from app.graph.nodes._common import NodeRuntime, current_goal, task_of
+from app.graph.nodes.plan import number_steps, planning_context
+from app.graph.state import OrchestratorState
+from app.schemas.domain import StepPlan
+
+
+def done_before(state: OrchestratorState) -> str:
+    return "\n".join(
+        f"- {s['title']}: {s['summary']} (files: {', '.join(s.get('changed_files', [])) or '-'})"
+        for s in state.get("goal_summaries", [])
+    )
+
+
+async def plan_steps(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
+    ctx = runtime.context
+    goal = current_goal(state)
+    task = task_of(state)
+    planned = await ctx.llm.complete_json(
+        prompts.plan_steps(
+            goal=f"{goal['title']}\n{goal.get('description', '')}",
+            task=task["query"],
+            done_before=done_before(state),
+            context=planning_context(state),
+            language=ctx.settings.response_language,
+        ),
+        StepPlan,
+    )
+    steps = number_steps(planned.steps, complexity=goal.get("complexity"),
+                         preference=task.get("agent_preference", "auto"), mapping=ctx.settings.agent_selection)
+    return {"steps": steps, "current_step_index": 0}

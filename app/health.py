@@ -1,0 +1,77 @@
+"""Health report: cheap dependency checks, cached for a few seconds.
+
+`status` is "ok" unless MongoDB is unreachable: without it no run can be checkpointed, so
+Kotlin must not dispatch. The LLM and the KB are reported but do not make the service unhealthy
+(the KB is optional for a run; an LLM outage surfaces as a run error with its cause).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+from pymongo import AsyncMongoClient
+
+from app.clients.knowledge_base import KnowledgeBaseClient
+from app.config import Settings
+from app.persistence.mongo import ping
+from app.runs.manager import RunManager
+
+Check = Callable[[], Awaitable[Any]]
+
+
+class HealthChecker:
+    def __init__(self, *, settings: Settings, mongo: AsyncMongoClient, http: httpx.AsyncClient,
+                 kb: KnowledgeBaseClient, runs: RunManager, clock: Callable[[], float] = time.monotonic) -> None:
+        self._settings = settings
+        self._mongo = mongo
+        self._http = http
+        self._kb = kb
+        self._runs = runs
+        self._clock = clock
+        self._cached: tuple[float, dict[str, Any]] | None = None
+        self._lock = asyncio.Lock()
+
+    async def report(self) -> dict[str, Any]:
+        dependencies = await self._dependencies()
+        return {
+            "status": "ok" if dependencies["mongodb"]["status"] == "ok" else "degraded",
+            "service": "orchestrator",
+            "busy": self._runs.busy,
+            "active_runs": self._runs.active_count,
+            "max_concurrent_orchestrations": self._settings.max_concurrent_orchestrations,
+            "agent_runner": self._settings.agent_runner,
+            "pod_id": self._settings.pod_id,
+            "dependencies": dependencies,
+        }
+
+    async def _dependencies(self) -> dict[str, Any]:
+        async with self._lock:
+            now = self._clock()
+            if self._cached and now - self._cached[0] < self._settings.health_cache_seconds:
+                return self._cached[1]
+            checks: dict[str, Check] = {
+                "mongodb": lambda: ping(self._mongo),
+                "llm": self._llm,
+                "knowledgebase": self._kb.health,
+            }
+            results = await asyncio.gather(*(self._timed(check) for check in checks.values()))
+            report = dict(zip(checks, results, strict=True))
+            self._cached = (now, report)
+            return report
+
+    async def _llm(self) -> None:
+        response = await self._http.get(f"{self._settings.ollama_url}/api/tags", timeout=2.0)
+        response.raise_for_status()
+
+    @staticmethod
+    async def _timed(check: Check) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            await asyncio.wait_for(check(), 3.0)
+        except Exception as exc:
+            return {"status": "down", "error": f"{type(exc).__name__}: {exc}"[:200]}
+        return {"status": "ok", "latency_ms": round((time.perf_counter() - started) * 1000, 1)}

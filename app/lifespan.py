@@ -1,0 +1,92 @@
+"""Builds and tears down everything the service uses, in order. Nothing is created at import."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+import httpx
+from fastapi import FastAPI
+from langgraph.checkpoint.mongodb import MongoDBSaver
+from pymongo import MongoClient
+
+from app.agents.factory import create_runner
+from app.agents.workspace import WorkspaceManager
+from app.clients.knowledge_base import KnowledgeBaseClient
+from app.clients.kotlin import KotlinClient
+from app.config import Settings
+from app.graph.builder import build_graph
+from app.graph.context import RunContext
+from app.health import HealthChecker
+from app.llm.provider import LitellmProvider
+from app.persistence import context_store as context_store_module
+from app.persistence import lock as lock_module
+from app.persistence import runs as runs_module
+from app.persistence.context_store import ContextStore
+from app.persistence.lock import OrchestrationLock
+from app.persistence.mongo import create_client
+from app.persistence.runs import RunStore
+from app.runs.events import EventHub
+from app.runs.lifecycle import RunDriver
+from app.runs.manager import RunManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Services:
+    settings: Settings
+    runs: RunManager
+    events: EventHub
+    health: HealthChecker
+    kotlin: KotlinClient
+    context_store: ContextStore
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = getattr(app.state, "settings", None) or Settings()
+    async with AsyncExitStack() as stack:
+        mongo = create_client(settings.mongodb_url)
+        stack.push_async_callback(mongo.close)
+        db = mongo[settings.mongodb_database]
+        lock = OrchestrationLock(
+            db[lock_module.COLLECTION_NAME], pod_id=settings.pod_id, slots=settings.max_concurrent_orchestrations,
+            heartbeat_seconds=settings.lock_heartbeat_seconds, stale_seconds=settings.lock_stale_seconds,
+        )
+        context_store = ContextStore(db[context_store_module.COLLECTION_NAME], ttl_days=settings.context_ttl_days)
+        run_store = RunStore(db[runs_module.COLLECTION_NAME])
+        await asyncio.gather(lock.setup(), context_store.setup(), run_store.setup())
+
+        sync_mongo: MongoClient = MongoClient(settings.mongodb_url)
+        stack.callback(sync_mongo.close)
+        checkpointer = MongoDBSaver(sync_mongo, db_name=settings.checkpoint_database)
+
+        http = httpx.AsyncClient(limits=httpx.Limits(max_connections=50))
+        stack.push_async_callback(http.aclose)
+        kotlin = KotlinClient(http, settings.kotlin_server_url, push_timeout=settings.push_timeout_seconds,
+                              push_attempts=settings.push_attempts, tracker_timeout=settings.tracker_timeout_seconds)
+        await kotlin.start()
+        stack.push_async_callback(kotlin.stop)
+        kb = KnowledgeBaseClient(http, settings.knowledgebase_url, settings.kb_write_url,
+                                 timeout=settings.kb_timeout_seconds)
+        workspaces = WorkspaceManager(settings.data_root)
+        context = RunContext(
+            settings=settings, llm=LitellmProvider(settings), kb=kb, kotlin=kotlin, context_store=context_store,
+            runner=create_runner(settings, workspaces), workspaces=workspaces,
+        )
+        graph = build_graph().compile(checkpointer=checkpointer)
+        events = EventHub(capacity=settings.stream_buffer_events)
+        manager = RunManager(settings=settings, graph=graph, driver=RunDriver(graph, context, kotlin), lock=lock,
+                             runs=run_store, kotlin=kotlin, events=events, workspaces=workspaces)
+        stack.push_async_callback(context_store.drain)
+        stack.push_async_callback(manager.shutdown)
+        health = HealthChecker(settings=settings, mongo=mongo, http=http, kb=kb, runs=manager)
+        app.state.services = Services(settings=settings, runs=manager, events=events, health=health,
+                                      kotlin=kotlin, context_store=context_store)
+        log.info("orchestrator ready (pod %s, runner %s, max %d concurrent)", settings.pod_id,
+                 settings.agent_runner, settings.max_concurrent_orchestrations)
+        yield

@@ -1,0 +1,131 @@
+"""The one door to language models: litellm, streaming, and a token heartbeat instead of timeouts.
+
+A local model may think for minutes, so there is no deadline on the call as a whole (spec §1,
+§8.4); a model that sends no token for `heartbeat_dead_seconds` is dead and the call fails.
+Tiers and cloud escalation extend this module later; callers only see `complete*`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from app.config import Settings
+from app.llm.parsing import JsonParseError, parse_json_object
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+import litellm  # noqa: E402  (heavy: imported once, at start-up)
+
+log = logging.getLogger(__name__)
+
+Message = dict[str, str]
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class LlmError(RuntimeError):
+    """The model could not produce an answer."""
+
+
+class HeartbeatTimeoutError(LlmError, TimeoutError):
+    """No token arrived for the heartbeat window: the model or its server is dead."""
+
+
+class Llm(Protocol):
+    """What graph nodes need from a language model."""
+
+    async def complete(self, messages: Sequence[Message], *, json_mode: bool = False) -> str: ...
+
+    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT]) -> ModelT: ...
+
+
+class LitellmProvider:
+    """Local tier through Ollama's chat API (`ollama_chat/<model>`)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._model = f"ollama_chat/{settings.local_model}"
+        self._api_base = settings.ollama_url
+        self._heartbeat = settings.heartbeat_dead_seconds
+        self._max_tokens = settings.llm_max_output_tokens
+
+    async def complete(self, messages: Sequence[Message], *, json_mode: bool = False) -> str:
+        kwargs: dict[str, Any] = {
+            "model": self._model,
+            "api_base": self._api_base,
+            "messages": list(messages),
+            "stream": True,
+            "max_tokens": self._max_tokens,
+        }
+        if json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        try:
+            stream = await asyncio.wait_for(litellm.acompletion(**kwargs), self._heartbeat)
+        except TimeoutError as exc:
+            raise HeartbeatTimeoutError(self._dead_message()) from exc
+        except Exception as exc:  # litellm maps transport failures to its own exception types
+            raise LlmError(f"LLM call failed: {exc}") from exc
+        return await self._collect(stream)
+
+    async def _collect(self, stream: Any) -> str:
+        parts: list[str] = []
+        try:
+            while True:
+                try:
+                    chunk = await asyncio.wait_for(stream.__anext__(), self._heartbeat)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError as exc:
+                    raise HeartbeatTimeoutError(self._dead_message()) from exc
+                except Exception as exc:
+                    raise LlmError(f"LLM stream failed: {exc}") from exc
+                delta = chunk.choices[0].delta.content if chunk.choices else None
+                if delta:
+                    parts.append(delta)
+        finally:
+            await _close(stream)
+        return "".join(parts)
+
+    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT]) -> ModelT:
+        """JSON answer validated by `schema`; one repair round that shows the model its error."""
+        history = list(messages)
+        text = await self.complete(history, json_mode=True)
+        try:
+            return schema.model_validate(parse_json_object(text))
+        except (JsonParseError, ValidationError) as exc:
+            log.warning("LLM JSON invalid, asking for a repair: %s", _short(exc))
+            history += [
+                {"role": "assistant", "content": text},
+                {
+                    "role": "user",
+                    "content": f"Your answer was not valid JSON for the schema: {_short(exc)}. "
+                    "Reply with the corrected JSON object only.",
+                },
+            ]
+        text = await self.complete(history, json_mode=True)
+        try:
+            return schema.model_validate(parse_json_object(text))
+        except (JsonParseError, ValidationError) as exc:
+            raise LlmError(f"LLM returned invalid JSON twice: {_short(exc)}") from exc
+
+    def _dead_message(self) -> str:
+        return f"LLM heartbeat: no token for {self._heartbeat:g} s ({self._model})"
+
+
+async def _close(stream: Any) -> None:
+    """Free the HTTP connection of an abandoned stream (a stalled one would otherwise linger)."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await asyncio.wait_for(aclose(), 2.0)
+    except Exception:  # closing is best effort
+        log.debug("closing LLM stream failed", exc_info=True)
+
+
+def _short(exc: Exception, limit: int = 300) -> str:
+    text = str(exc).replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "…"

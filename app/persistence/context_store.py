@@ -1,0 +1,236 @@
+"""Hierarchical context store (spec §12): per-task results outside the graph state.
+
+Every LangGraph checkpoint stores the whole state, so step results, goal summaries and agent
+outputs live here instead, keyed by ``(task_id, scope, scope_key)``; nodes fetch compact
+summaries (``assemble_*``) and the full ``detail`` only on demand. Entries expire via a TTL
+index ``ttl_days`` after their last write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import logging
+import re
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import DuplicateKeyError
+
+logger = logging.getLogger(__name__)
+
+COLLECTION_NAME = "orchestrator_context"
+
+Scope = Literal["step", "goal", "epic", "task", "agent_result"]
+Document = dict[str, Any]
+
+_KEY_FIELDS = ("task_id", "scope", "scope_key")
+_DIGITS = re.compile(r"(\d+)")
+_STEP_KEY = re.compile(r"^goal/(\d+)/step/(\d+)$")
+_GOAL_KEY = re.compile(r"^goal/(\d+)$")
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def natural_key(scope_key: str) -> tuple[Any, ...]:
+    """Sort key that orders "goal/10" after "goal/9" (plain string order would not)."""
+    return tuple(int(part) if part.isdigit() else part for part in _DIGITS.split(scope_key))
+
+
+class ContextEntry(BaseModel):
+    task_id: str
+    scope: Scope
+    scope_key: str
+    summary: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+
+    @field_validator("created_at")
+    @classmethod
+    def _assume_utc(cls, value: datetime) -> datetime:
+        """A client without tz_aware returns naive datetimes; BSON datetimes are always UTC."""
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+class ContextStore:
+    def __init__(
+        self,
+        collection: AsyncCollection[Document],
+        *,
+        ttl_days: int = 30,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self._collection = collection
+        self._ttl = timedelta(days=ttl_days)
+        self._clock = clock
+        self._pending: set[asyncio.Task[None]] = set()
+        # Latest background save per key, so two save_nowait calls for one key land in call order.
+        self._last_save: dict[tuple[str, str, str], asyncio.Task[None]] = {}
+
+    async def setup(self) -> None:
+        """Create the unique key index and the TTL index (idempotent)."""
+        await self._collection.create_index(
+            [(name, 1) for name in _KEY_FIELDS], unique=True, name="task_scope_key_unique"
+        )
+        await self._collection.create_index("expire_at", expireAfterSeconds=0, name="expire_at_ttl")
+
+    # --- writes -------------------------------------------------------------------------------
+
+    async def save(
+        self,
+        task_id: str,
+        scope: Scope,
+        scope_key: str,
+        summary: str,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        """Upsert one entry: keeps ``created_at`` of the first write, pushes ``expire_at`` out."""
+        now = self._clock()
+        key = {"task_id": task_id, "scope": scope, "scope_key": scope_key}
+        update = {
+            "$set": {"summary": summary, "detail": detail or {}, "expire_at": now + self._ttl},
+            "$setOnInsert": {"created_at": now},
+        }
+        try:
+            await self._collection.update_one(key, update, upsert=True)
+        except DuplicateKeyError:
+            # Two concurrent upserts of a new key: the loser now finds the document and updates it.
+            await self._collection.update_one(key, update, upsert=True)
+
+    def save_nowait(
+        self,
+        task_id: str,
+        scope: Scope,
+        scope_key: str,
+        summary: str,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        """Schedule :meth:`save` in a tracked background task, off the caller's critical path.
+
+        Errors are logged, not raised; :meth:`drain` waits for all pending saves. Must be called
+        from a running event loop.
+        """
+        key = (task_id, scope, scope_key)
+        previous = self._last_save.get(key)
+        task = asyncio.create_task(
+            self._save_after(previous, task_id, scope, scope_key, summary, detail),
+            name=f"context-save:{task_id}:{scope}:{scope_key}",
+        )
+        self._pending.add(task)
+        self._last_save[key] = task
+        task.add_done_callback(lambda done: self._forget(key, done))
+
+    async def _save_after(
+        self,
+        previous: asyncio.Task[None] | None,
+        task_id: str,
+        scope: Scope,
+        scope_key: str,
+        summary: str,
+        detail: dict[str, Any] | None,
+    ) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])
+        try:
+            await self.save(task_id, scope, scope_key, summary, detail)
+        except Exception:
+            logger.exception("background context save failed: %s %s %s", task_id, scope, scope_key)
+
+    def _forget(self, key: tuple[str, str, str], task: asyncio.Task[None]) -> None:
+        self._pending.discard(task)
+        if self._last_save.get(key) is task:
+            del self._last_save[key]
+
+    async def drain(self) -> None:
+        """Wait until every background save (including ones scheduled meanwhile) has finished."""
+        while self._pending:
+            # asyncio.wait, unlike gather, does not cancel the saves if drain itself is cancelled.
+            await asyncio.wait(set(self._pending))
+
+    # --- reads --------------------------------------------------------------------------------
+
+    async def get(self, task_id: str, scope: Scope, scope_key: str) -> ContextEntry | None:
+        doc = await self._collection.find_one({"task_id": task_id, "scope": scope, "scope_key": scope_key})
+        return ContextEntry.model_validate(doc) if doc is not None else None
+
+    async def list(self, task_id: str, scope: Scope | None = None) -> builtins.list[ContextEntry]:
+        """Entries of a task (optionally one scope), in natural ``scope_key`` order."""
+        query: Document = {"task_id": task_id}
+        if scope is not None:
+            query["scope"] = scope
+        return await self._find_sorted(query)
+
+    async def _find_sorted(self, query: Document) -> builtins.list[ContextEntry]:
+        # Sorted here, not by MongoDB: natural order, and a task has only tens of entries.
+        entries = [ContextEntry.model_validate(doc) async for doc in self._collection.find(query)]
+        return sorted(entries, key=lambda entry: (natural_key(entry.scope_key), entry.scope))
+
+    # --- domain helpers (spec §12.2 keys) -------------------------------------------------------
+
+    @staticmethod
+    def step_key(goal_index: int, step_index: int) -> str:
+        return f"goal/{goal_index}/step/{step_index}"
+
+    @staticmethod
+    def goal_key(goal_index: int) -> str:
+        return f"goal/{goal_index}"
+
+    async def assemble_step_context(
+        self, task_id: str, goal_index: int, step_index: int, *, max_chars: int = 2000
+    ) -> str:
+        """Markdown for execute_step: summaries of earlier goals, then of earlier steps of this
+        goal, newest last. Over ``max_chars`` the oldest entries are dropped first, because the
+        most recent results matter most to the next step. Empty string when there is nothing."""
+        entries = await self._find_sorted({"task_id": task_id, "scope": {"$in": ["goal", "step"]}})
+        goal_lines: list[str] = []
+        step_lines: list[str] = []
+        for entry in entries:
+            if entry.scope == "goal" and (goal := _key_indexes(_GOAL_KEY, entry.scope_key)):
+                if goal[0] < goal_index:
+                    goal_lines.append(_line(entry))
+            elif entry.scope == "step" and (step := _key_indexes(_STEP_KEY, entry.scope_key)):
+                if step[0] == goal_index and step[1] < step_index:
+                    step_lines.append(_line(entry))
+        omitted = 0
+        text = _render_step_context(goal_index, goal_lines, step_lines, omitted)
+        # Keep at least the newest entry (clipped below) rather than return only the omission note.
+        while len(text) > max_chars and len(goal_lines) + len(step_lines) > 1:
+            (goal_lines if goal_lines else step_lines).pop(0)
+            omitted += 1
+            text = _render_step_context(goal_index, goal_lines, step_lines, omitted)
+        return _clip(text, max_chars)
+
+    async def assemble_epic_review_context(self, task_id: str) -> str:
+        """One ``goal/<i>: summary`` line per goal: the epic review needs names/status only."""
+        return "\n".join(_line(e, bullet="") for e in await self.list(task_id, "goal"))
+
+
+def _key_indexes(pattern: re.Pattern[str], scope_key: str) -> tuple[int, ...] | None:
+    match = pattern.match(scope_key)
+    return tuple(int(group) for group in match.groups()) if match else None
+
+
+def _line(entry: ContextEntry, bullet: str = "- ") -> str:
+    return f"{bullet}{entry.scope_key}: {' '.join(entry.summary.split())}"
+
+
+def _render_step_context(goal_index: int, goal_lines: Sequence[str], step_lines: Sequence[str], omitted: int) -> str:
+    sections = []
+    if omitted:
+        sections.append(f"_({omitted} earlier entries omitted)_")
+    if goal_lines:
+        sections.append("## Previous goals\n" + "\n".join(goal_lines))
+    if step_lines:
+        sections.append(f"## Previous steps of goal {goal_index}\n" + "\n".join(step_lines))
+    return "\n\n".join(sections)
+
+
+def _clip(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    return text[: max_chars - 1] + "…" if max_chars > 0 else ""

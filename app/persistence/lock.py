@@ -1,0 +1,229 @@
+"""Distributed orchestration lock (spec §14.2): N slots shared by all orchestrator pods.
+
+The GPU behind the local LLM serves one request well at a time, so the number of concurrent
+orchestrations is capped across *all* pods, not per process. Each slot is one document in
+``orchestrator_locks``; a pod takes a free (or stale) slot with a single atomic
+``find_one_and_update`` and keeps it alive with a heartbeat. A pod that dies without releasing
+loses the slot after ``stale_seconds`` to whoever acquires next.
+
+Slot ids are ``orchestration_slot_<i>`` for every i, also when N=1 (the spec's single
+``orchestration_slot`` document is not used): uniform ids keep one code path, and a changed N
+only adds or ignores documents. Times are epoch floats from ``clock`` (pods' clocks must agree
+to well within ``stale_seconds``), which also keeps them exact on nx-27017.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from pymongo import ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import BulkWriteError, PyMongoError
+
+logger = logging.getLogger(__name__)
+
+COLLECTION_NAME = "orchestrator_locks"
+SLOT_PREFIX = "orchestration_slot_"
+_DUPLICATE_KEY = 11000
+
+Document = dict[str, Any]
+
+
+def slot_id(index: int) -> str:
+    return f"{SLOT_PREFIX}{index}"
+
+
+class LockLease:
+    """A held slot. Heartbeats until released; ``lost`` is set if another pod took the slot over.
+
+    Work running under a lease should watch ``lost`` and stop: after a takeover two pods would
+    otherwise run orchestrations on a one-slot GPU.
+    """
+
+    def __init__(
+        self,
+        collection: AsyncCollection[Document],
+        *,
+        slot_id: str,
+        thread_id: str,
+        pod_id: str,
+        heartbeat_seconds: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self.slot_id = slot_id
+        self.thread_id = thread_id
+        self.pod_id = pod_id
+        self.lost = asyncio.Event()
+        self._collection = collection
+        self._heartbeat_seconds = heartbeat_seconds
+        self._clock = clock
+        self._released = False
+        self._heartbeat = asyncio.create_task(
+            self._heartbeat_loop(), name=f"lock-heartbeat:{slot_id}:{thread_id}"
+        )
+
+    @property
+    def _owner_filter(self) -> Document:
+        return {"_id": self.slot_id, "locked_by": self.pod_id, "thread_id": self.thread_id}
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._heartbeat_seconds)
+            try:
+                result = await self._collection.update_one(
+                    self._owner_filter, {"$set": {"locked_at": self._clock()}}
+                )
+            except PyMongoError:
+                # A blip is survivable: the slot only goes stale after stale_seconds.
+                logger.warning("lock heartbeat for %s failed; retrying", self.slot_id, exc_info=True)
+                continue
+            if result.matched_count == 0:
+                logger.error(
+                    "lock slot %s for thread %s was taken over; lease lost", self.slot_id, self.thread_id
+                )
+                self.lost.set()
+                return
+
+    async def release(self) -> None:
+        """Stop the heartbeat and free the slot if it is still ours. Idempotent, never raises
+        on a database error (the slot then frees itself by going stale)."""
+        if self._released:
+            return
+        self._released = True
+        self._heartbeat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._heartbeat
+        if self.lost.is_set():
+            return
+        try:
+            await self._collection.update_one(
+                self._owner_filter,
+                {"$set": {"locked_by": None, "thread_id": None, "locked_at": self._clock()}},
+            )
+        except PyMongoError:
+            logger.warning("lock release of %s failed; it will go stale", self.slot_id, exc_info=True)
+
+    async def __aenter__(self) -> LockLease:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.release()
+
+
+class OrchestrationLock:
+    """Cluster-wide cap of ``slots`` concurrent orchestrations."""
+
+    def __init__(
+        self,
+        collection: AsyncCollection[Document],
+        *,
+        pod_id: str,
+        slots: int,
+        heartbeat_seconds: float = 10.0,
+        stale_seconds: float = 300.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if slots < 1:
+            raise ValueError("slots must be >= 1")
+        if heartbeat_seconds >= stale_seconds:
+            raise ValueError("heartbeat_seconds must be shorter than stale_seconds")
+        self._collection = collection
+        self.pod_id = pod_id
+        self.slot_ids = [slot_id(i) for i in range(slots)]
+        self._heartbeat_seconds = heartbeat_seconds
+        self._stale_seconds = stale_seconds
+        self._clock = clock
+        self._ready = False
+
+    async def setup(self) -> None:
+        """Create the missing slot documents. Duplicate-key errors mean another pod (or an earlier
+        start) created them, so several pods may run this at once."""
+        free = [{"_id": sid, "locked_by": None, "thread_id": None, "locked_at": 0.0} for sid in self.slot_ids]
+        try:
+            await self._collection.insert_many(free, ordered=False)
+        except BulkWriteError as exc:
+            errors = exc.details.get("writeErrors", [])
+            if any(error.get("code") != _DUPLICATE_KEY for error in errors):
+                raise
+        self._ready = True
+
+    async def acquire(self, thread_id: str) -> LockLease | None:
+        """Take a free or stale slot for ``thread_id`` in one round trip; None when all are busy.
+
+        Does not check whether ``thread_id`` already holds a slot (that would cost a second round
+        trip); callers that may see duplicate requests check :meth:`holder` first.
+        """
+        if not self._ready:
+            await self.setup()
+        now = self._clock()
+        previous = await self._collection.find_one_and_update(
+            {
+                "_id": {"$in": self.slot_ids},
+                "$or": [{"locked_by": None}, {"locked_at": {"$lt": now - self._stale_seconds}}],
+            },
+            {"$set": {"locked_by": self.pod_id, "thread_id": thread_id, "locked_at": now}},
+            sort=[("_id", 1)],
+            return_document=ReturnDocument.BEFORE,
+        )
+        if previous is None:
+            return None
+        if previous.get("locked_by") is not None:
+            logger.warning(
+                "took over stale lock slot %s from pod %s (thread %s, silent for %.0fs) for thread %s",
+                previous["_id"],
+                previous["locked_by"],
+                previous.get("thread_id"),
+                now - float(previous.get("locked_at") or 0.0),
+                thread_id,
+            )
+        return LockLease(
+            self._collection,
+            slot_id=previous["_id"],
+            thread_id=thread_id,
+            pod_id=self.pod_id,
+            heartbeat_seconds=self._heartbeat_seconds,
+            clock=self._clock,
+        )
+
+    async def holder(self, thread_id: str) -> Document | None:
+        """The live (not stale) slot document held for ``thread_id``, if any, on any pod."""
+        return await self._collection.find_one(
+            {
+                "_id": {"$in": self.slot_ids},
+                "thread_id": thread_id,
+                "locked_by": {"$ne": None},
+                "locked_at": {"$gte": self._clock() - self._stale_seconds},
+            }
+        )
+
+    async def slots_state(self) -> list[Document]:
+        """One entry per configured slot, in slot order, for /health:
+        ``{slot_id, locked_by, thread_id, locked_at, stale}``."""
+        now = self._clock()
+        docs = {doc["_id"]: doc async for doc in self._collection.find({"_id": {"$in": self.slot_ids}})}
+        state = []
+        for sid in self.slot_ids:
+            doc = docs.get(sid, {})
+            locked_by = doc.get("locked_by")
+            locked_at = float(doc.get("locked_at") or 0.0)
+            state.append(
+                {
+                    "slot_id": sid,
+                    "locked_by": locked_by,
+                    "thread_id": doc.get("thread_id"),
+                    "locked_at": locked_at,
+                    "stale": locked_by is not None and locked_at < now - self._stale_seconds,
+                }
+            )
+        return state

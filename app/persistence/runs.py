@@ -1,0 +1,90 @@
+"""Run registry: one small document per orchestration (``_id`` = LangGraph thread id).
+
+/status answers from it without loading a checkpoint, and crash recovery finds runs a dead pod
+left ``running``. Times are epoch floats: exact on every backend, nx-27017 included.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pymongo.asynchronous.collection import AsyncCollection
+
+COLLECTION_NAME = "orchestrator_runs"
+
+RunStatus = Literal["running", "interrupted", "done", "error"]
+Document = dict[str, Any]
+
+
+class RunRecord(BaseModel):
+    thread_id: str
+    task_id: str
+    client_id: str
+    status: RunStatus
+    pod_id: str | None = None
+    summary: str | None = None
+    error: str | None = None
+    interrupt_action: str | None = None
+    interrupt_description: str | None = None
+    branch: str | None = None
+    artifacts: list[str] = []
+    created_at: float
+    updated_at: float
+
+
+# Fields update() may change: identity and timestamps are managed by the store.
+_UPDATABLE = frozenset(RunRecord.model_fields) - {"thread_id", "created_at", "updated_at"}
+
+
+class RunStore:
+    def __init__(self, collection: AsyncCollection[Document], *, clock: Callable[[], float] = time.time) -> None:
+        self._collection = collection
+        self._clock = clock
+
+    async def setup(self) -> None:
+        """Indexes for the two lookups besides _id: by status (recovery) and by task (/status)."""
+        await self._collection.create_index("status", name="status")
+        await self._collection.create_index("task_id", name="task_id")
+
+    async def create(self, record: RunRecord) -> None:
+        """Upsert the run; a re-created run (e.g. a restarted thread) keeps its first created_at."""
+        fields = record.model_dump(exclude={"thread_id", "created_at"})
+        await self._collection.update_one(
+            {"_id": record.thread_id},
+            {"$set": fields, "$setOnInsert": {"created_at": record.created_at}},
+            upsert=True,
+        )
+
+    async def update(self, thread_id: str, **fields: Any) -> bool:
+        """Set ``fields`` (validated against RunRecord) and bump updated_at.
+
+        Returns whether the run exists. Unknown or immutable field names raise ValueError, and
+        so do invalid values (pydantic ValidationError is a ValueError).
+        """
+        unknown = set(fields) - _UPDATABLE
+        if unknown:
+            raise ValueError(f"cannot update run fields: {sorted(unknown)}")
+        validated = RunRecord.model_construct()
+        for name, value in fields.items():
+            RunRecord.__pydantic_validator__.validate_assignment(validated, name, value)
+        values = {name: getattr(validated, name) for name in fields}
+        result = await self._collection.update_one(
+            {"_id": thread_id}, {"$set": {**values, "updated_at": self._clock()}}
+        )
+        return result.matched_count > 0
+
+    async def get(self, thread_id: str) -> RunRecord | None:
+        doc = await self._collection.find_one({"_id": thread_id})
+        return _record(doc) if doc is not None else None
+
+    async def list_by_status(self, status: RunStatus) -> list[RunRecord]:
+        """Runs in one status, oldest first."""
+        records = [_record(doc) async for doc in self._collection.find({"status": status})]
+        return sorted(records, key=lambda record: record.created_at)
+
+
+def _record(doc: Document) -> RunRecord:
+    return RunRecord.model_validate({**doc, "thread_id": doc["_id"]})

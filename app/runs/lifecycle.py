@@ -1,0 +1,141 @@
+"""Drive one segment of a run (start or resume) through the compiled graph.
+
+Node starts become progress pushes and SSE events as they happen; pushes are queued, never
+awaited, so the graph runs at checkpointer speed. The terminal outcome is read once at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langgraph.pregel import Pregel
+
+from app.clients.kotlin import KotlinClient
+from app.graph.builder import NODE_NAMES
+from app.graph.context import RunContext
+from app.runs.events import EventLog
+from app.schemas.kotlin import ProgressPush
+
+log = logging.getLogger(__name__)
+
+NODE_MESSAGES = {
+    "intake": "Analyzuji požadavek…",
+    "clarify": "Čekám na upřesnění…",
+    "evidence_pack": "Sbírám kontext z Knowledge Base…",
+    "respond": "Připravuji odpověď…",
+    "plan": "Plánuji úlohu…",
+    "plan_epic": "Plánuji epic…",
+    "design": "Navrhuji řešení…",
+    "approve_plan": "Čekám na schválení plánu…",
+    "select_goal": "Vybírám další cíl…",
+    "plan_steps": "Plánuji kroky cíle…",
+    "execute_step": "Provádím krok…",
+    "evaluate": "Vyhodnocuji výsledek kroku…",
+    "advance_step": "Přecházím na další krok…",
+    "advance_goal": "Přecházím na další cíl…",
+    "git_operations": "Git operace…",
+    "finalize": "Připravuji závěrečnou zprávu…",
+}
+
+_INDEX_KEYS = ("goals", "current_goal_index", "steps", "current_step_index")
+
+
+@dataclass
+class RunIdentity:
+    thread_id: str
+    task_id: str
+    client_id: str
+
+
+@dataclass
+class RunOutcome:
+    status: Literal["done", "error", "interrupted"]
+    summary: str | None = None
+    error: str | None = None
+    interrupt_action: str | None = None
+    interrupt_description: str | None = None
+    interrupt: dict[str, Any] | None = None
+    branch: str | None = None
+    artifacts: list[str] = field(default_factory=list)
+    step_results: list[dict[str, Any]] = field(default_factory=list)
+
+
+class RunDriver:
+    def __init__(self, graph: Pregel, context: RunContext, kotlin: KotlinClient) -> None:
+        self._graph = graph
+        self._context = context
+        self._kotlin = kotlin
+
+    def config(self, thread_id: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": thread_id},
+                "recursion_limit": self._context.settings.recursion_limit}
+
+    async def drive(self, run: RunIdentity, graph_input: Any, events: EventLog,
+                    known: dict[str, Any] | None = None) -> RunOutcome:
+        """Stream the graph to its next stop (END or an interrupt)."""
+        tracked = {k: (known or {}).get(k) for k in _INDEX_KEYS}
+        interrupt_value: dict[str, Any] | None = None
+        config = self.config(run.thread_id)
+        async for mode, chunk in self._graph.astream(
+            graph_input, config, context=self._context, stream_mode=["tasks", "updates", "custom"]
+        ):
+            if mode == "tasks":
+                self._on_task(run, chunk, tracked, events)
+            elif mode == "updates":
+                for node, update in chunk.items():
+                    if node == "__interrupt__":
+                        interrupt_value = _interrupt_payload(update)
+                    elif isinstance(update, dict):
+                        tracked.update({k: v for k, v in update.items() if k in _INDEX_KEYS})
+            elif mode == "custom" and isinstance(chunk, dict):
+                events.publish(str(chunk.get("type", "custom")), {k: v for k, v in chunk.items() if k != "type"})
+        if interrupt_value is not None:
+            return RunOutcome(
+                status="interrupted",
+                interrupt_action=str(interrupt_value.get("action") or "unknown"),
+                interrupt_description=str(interrupt_value.get("description") or ""),
+                interrupt=interrupt_value,
+            )
+        snapshot = await self._graph.aget_state(config)
+        values = snapshot.values or {}
+        common = {
+            "summary": values.get("final_result"),
+            "branch": values.get("branch"),
+            "artifacts": list(values.get("artifacts") or []),
+            "step_results": list(values.get("step_results") or []),
+        }
+        if values.get("error"):
+            return RunOutcome(status="error", error=str(values["error"]), **common)
+        return RunOutcome(status="done", **common)
+
+    def _on_task(self, run: RunIdentity, chunk: dict[str, Any], tracked: dict[str, Any], events: EventLog) -> None:
+        node = chunk.get("name")
+        if node not in NODE_NAMES:
+            return
+        if "input" in chunk:  # a task start (finish events carry "result")
+            goals, steps = tracked.get("goals") or [], tracked.get("steps") or []
+            push = ProgressPush(
+                task_id=run.task_id, client_id=run.client_id, node=node,
+                message=NODE_MESSAGES.get(node, node),
+                goal_index=int(tracked.get("current_goal_index") or 0), total_goals=len(goals),
+                step_index=int(tracked.get("current_step_index") or 0), total_steps=len(steps),
+            )
+            self._kotlin.push_progress(push)
+            events.publish("node_start", {"node": node, "message": push.message, "goal_index": push.goal_index,
+                                          "total_goals": push.total_goals, "step_index": push.step_index,
+                                          "total_steps": push.total_steps})
+        else:
+            error = chunk.get("error")
+            events.publish("node_end", {"node": node, **({"error": str(error)} if error else {})})
+
+
+def _interrupt_payload(update: Any) -> dict[str, Any]:
+    interrupts = update if isinstance(update, (list, tuple)) else [update]
+    for item in interrupts:
+        value = getattr(item, "value", item)
+        if isinstance(value, dict):
+            return value
+        return {"action": "unknown", "description": str(value)}
+    return {"action": "unknown", "description": ""}

@@ -1,0 +1,279 @@
+"""RunManager: admission, start / resume / cancel / status, and ownership of run tasks.
+
+Admission is two gates: this pod's `asyncio.Semaphore` (HTTP 429 when full) and the
+cluster-wide MongoDB lock, so N pods never run more than `max_concurrent_orchestrations`.
+A run holds both only while it executes; an interrupted run waits for the user holding neither.
+Every terminal outcome is pushed to Kotlin and recorded in `orchestrator_runs` in a `finally`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.pregel import Pregel
+from langgraph.types import Command
+
+from app.agents.workspace import WorkspaceManager
+from app.clients.kotlin import KotlinClient
+from app.config import Settings
+from app.persistence.lock import LockLease, OrchestrationLock
+from app.persistence.runs import RunRecord, RunStore
+from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
+from app.runs.events import EventHub
+from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome
+from app.schemas.domain import CodingTask
+from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest, StatusPush, status_reply
+
+log = logging.getLogger(__name__)
+
+CANCELLED_MESSAGE = "Orchestrace zrušena uživatelem"
+RESTARTED_MESSAGE = "Orchestrace přerušena restartem služby — spusťte úlohu znovu"
+BUSY_MESSAGE = "Orchestrator busy – another orchestration is running"
+
+
+@dataclass
+class ActiveRun:
+    identity: RunIdentity
+    task: asyncio.Task[RunOutcome] | None = None
+    cancel_requested: bool = False
+    started_at: float = field(default_factory=time.monotonic)
+
+
+def new_thread_id(task_id: str) -> str:
+    return f"thread-{task_id}-{uuid.uuid4().hex[:8]}"
+
+
+def initial_state(request: OrchestrateRequest, thread_id: str) -> dict[str, Any]:
+    task = CodingTask(
+        id=request.task_id, client_id=request.client_id, project_id=request.project_id,
+        workspace_path=request.workspace_path, query=request.query, agent_preference=request.agent_preference,
+    )
+    return {
+        "thread_id": thread_id,
+        "task": task.model_dump(),
+        "rules": request.rules.model_dump(),
+        "environment": request.environment,
+        "jervis_project_id": request.jervis_project_id,
+        "client_name": request.client_name,
+        "project_name": request.project_name,
+        "chat_history": request.chat_history.model_dump() if request.chat_history else None,
+    }
+
+
+class RunManager:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        graph: Pregel,
+        driver: RunDriver,
+        lock: OrchestrationLock,
+        runs: RunStore,
+        kotlin: KotlinClient,
+        events: EventHub,
+        workspaces: WorkspaceManager,
+    ) -> None:
+        self._settings = settings
+        self._graph = graph
+        self._driver = driver
+        self._lock = lock
+        self._runs = runs
+        self._kotlin = kotlin
+        self._events = events
+        self._workspaces = workspaces
+        self._slots = asyncio.Semaphore(settings.max_concurrent_orchestrations)
+        self._active: dict[str, ActiveRun] = {}
+        self._accepting = True
+
+    @property
+    def busy(self) -> bool:
+        return self._slots.locked()
+
+    @property
+    def active_count(self) -> int:
+        return len(self._active)
+
+    # --- admission -------------------------------------------------------------------------
+
+    async def _admit(self, thread_id: str) -> LockLease:
+        if not self._accepting or self._slots.locked():
+            raise RunBusyError(BUSY_MESSAGE)
+        await self._slots.acquire()  # immediate: checked above, no await in between
+        try:
+            lease = await self._lock.acquire(thread_id)
+        except BaseException:
+            self._slots.release()
+            raise
+        if lease is None:
+            self._slots.release()
+            raise RunBusyError(BUSY_MESSAGE)
+        return lease
+
+    # --- commands --------------------------------------------------------------------------
+
+    async def start(self, request: OrchestrateRequest) -> ActiveRun:
+        self._workspaces.resolve(request.workspace_path)  # WorkspaceError → 422 before admission
+        thread_id = new_thread_id(request.task_id)
+        lease = await self._admit(thread_id)
+        run = ActiveRun(RunIdentity(thread_id, request.task_id, request.client_id))
+        record = RunRecord(thread_id=thread_id, task_id=request.task_id, client_id=request.client_id,
+                           status="running", pod_id=self._settings.pod_id,
+                           created_at=time.time(), updated_at=time.time())
+        self._spawn(run, lease, initial_state(request, thread_id), record=record)
+        return run
+
+    async def resume(self, thread_id: str, approval: ApprovalResponse) -> ActiveRun:
+        if thread_id in self._active:
+            raise RunConflictError(f"{thread_id} is running")
+        snapshot = await self._graph.aget_state(self._driver.config(thread_id))
+        if not snapshot.values:
+            raise RunNotFoundError(f"No orchestration {thread_id}")
+        if not snapshot.interrupts:
+            raise RunConflictError(f"{thread_id} is not waiting for approval")
+        record = await self._runs.get(thread_id)
+        if record is not None and record.status in ("done", "error"):
+            raise RunConflictError(f"{thread_id} already ended ({record.status})")
+        lease = await self._admit(thread_id)
+        task = snapshot.values.get("task") or {}
+        run = ActiveRun(RunIdentity(thread_id, task.get("id") or thread_id.split("-")[1],
+                                    task.get("client_id") or ""))
+        resume_value = {"approved": approval.approved, "reason": approval.reason,
+                        "modification": approval.modification}
+        self._spawn(run, lease, Command(resume=resume_value), known=snapshot.values)
+        return run
+
+    async def cancel(self, thread_id: str) -> None:
+        run = self._active.get(thread_id)
+        if run is not None and run.task is not None:
+            run.cancel_requested = True
+            run.task.cancel()
+            await asyncio.wait({run.task}, timeout=15)
+            return
+        record = await self._runs.get(thread_id)
+        if record is None or record.status != "interrupted":
+            raise RunNotFoundError(f"No active task for {thread_id}")
+        # Waiting for the user: nothing runs, so end the thread here and tell Kotlin.
+        await self._runs.update(thread_id, status="error", error=CANCELLED_MESSAGE)
+        self._kotlin.push_status(StatusPush(task_id=record.task_id, client_id=record.client_id,
+                                            thread_id=thread_id, status="error", error=CANCELLED_MESSAGE))
+        self._events.log(thread_id).publish("error", {"error": CANCELLED_MESSAGE})
+
+    async def wait(self, run: ActiveRun) -> RunOutcome:
+        assert run.task is not None
+        return await asyncio.shield(run.task)
+
+    async def status(self, thread_id: str) -> dict[str, str]:
+        """String-only status (Kotlin decodes `Map<String, String>`)."""
+        if thread_id in self._active:
+            return status_reply(thread_id, "running")
+        record = await self._runs.get(thread_id)
+        if record is None:
+            return status_reply(thread_id, "unknown")
+        match record.status:
+            case "running":
+                if await self._lock.holder(thread_id):
+                    return status_reply(thread_id, "running")
+                return status_reply(thread_id, "error", error=RESTARTED_MESSAGE)
+            case "interrupted":
+                return status_reply(thread_id, "interrupted", interrupt_action=record.interrupt_action or "unknown",
+                                    interrupt_description=record.interrupt_description or "")
+            case "done":
+                return status_reply(thread_id, "done", summary=record.summary or "", branch=record.branch or "",
+                                    artifacts=record.artifacts)
+            case _:
+                return status_reply(thread_id, "error", error=record.error or "unknown error")
+
+    # --- run tasks -------------------------------------------------------------------------
+
+    def _spawn(self, run: ActiveRun, lease: LockLease, graph_input: Any, *, record: RunRecord | None = None,
+               known: dict[str, Any] | None = None) -> None:
+        thread_id = run.identity.thread_id
+        self._active[thread_id] = run
+        events = self._events.log(thread_id)
+        events.open()
+        run.task = asyncio.create_task(self._execute(run, lease, graph_input, record, known),
+                                       name=f"run:{thread_id}")
+
+    async def _execute(self, run: ActiveRun, lease: LockLease, graph_input: Any, record: RunRecord | None,
+                       known: dict[str, Any] | None) -> RunOutcome:
+        identity = run.identity
+        events = self._events.log(identity.thread_id)
+        watcher = asyncio.create_task(self._cancel_when_lost(run, lease))
+        try:
+            bookkeeping = asyncio.create_task(self._mark_running(identity, record))
+            try:
+                outcome = await self._driver.drive(identity, graph_input, events, known)
+            finally:
+                await bookkeeping
+        except asyncio.CancelledError:
+            reason = CANCELLED_MESSAGE if run.cancel_requested else "Orchestrace přerušena (ztráta zámku nebo vypnutí služby)"
+            outcome = RunOutcome(status="error", error=reason)
+        except Exception as exc:  # every failure must reach Kotlin as an error status
+            log.exception("orchestration %s failed", identity.thread_id)
+            outcome = RunOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
+        finally:
+            watcher.cancel()
+        try:
+            await self._finish(identity, outcome, events)
+        finally:
+            await lease.release()
+            self._slots.release()
+            self._active.pop(identity.thread_id, None)
+            events.close()
+        return outcome
+
+    async def _mark_running(self, identity: RunIdentity, record: RunRecord | None) -> None:
+        try:
+            if record is not None:
+                await self._runs.create(record)
+            else:
+                await self._runs.update(identity.thread_id, status="running", pod_id=self._settings.pod_id,
+                                        interrupt_action=None, interrupt_description=None)
+        except Exception:
+            log.exception("could not record run %s as running", identity.thread_id)
+
+    async def _cancel_when_lost(self, run: ActiveRun, lease: LockLease) -> None:
+        await lease.lost.wait()
+        log.error("lost the orchestration lock for %s: stopping the run", run.identity.thread_id)
+        if run.task is not None:
+            run.task.cancel()
+
+    async def _finish(self, identity: RunIdentity, outcome: RunOutcome, events: Any) -> None:
+        self._kotlin.push_status(StatusPush(
+            task_id=identity.task_id, client_id=identity.client_id, thread_id=identity.thread_id,
+            status=outcome.status, summary=outcome.summary if outcome.status == "done" else None,
+            error=outcome.error, interrupt_action=outcome.interrupt_action,
+            interrupt_description=outcome.interrupt_description, branch=outcome.branch,
+            artifacts=outcome.artifacts,
+        ))
+        event_type = {"interrupted": "approval_required"}.get(outcome.status, outcome.status)
+        events.publish(event_type, {
+            "summary": outcome.summary, "error": outcome.error, "branch": outcome.branch,
+            "artifacts": outcome.artifacts, "interrupt": outcome.interrupt,
+        })
+        try:
+            await self._runs.update(
+                identity.thread_id, status=outcome.status, summary=outcome.summary, error=outcome.error,
+                interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
+                branch=outcome.branch, artifacts=outcome.artifacts,
+            )
+        except Exception:
+            log.exception("could not record the outcome of %s", identity.thread_id)
+
+    async def shutdown(self, grace_seconds: float = 30.0) -> None:
+        """Stop taking work; give running nodes time to reach a checkpoint, then cancel."""
+        self._accepting = False
+        tasks = [run.task for run in self._active.values() if run.task is not None]
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=grace_seconds)
+        for task in pending:
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.gather(*pending, return_exceptions=True)

@@ -1,0 +1,273 @@
+"""End-to-end orchestrations: the service process, nx-27017, the scripted LLM, fake Kotlin and KB."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fixtures.llm_server import Reply
+from tests.support import (
+    advice_script, approval, classification, code_task_script, git, make_git_repo, new_task_id, node_marker,
+    orchestrate_body, wait_until,
+)
+
+PROGRESS_NODES = {"intake", "evidence_pack", "respond", "plan", "select_goal", "plan_steps", "execute_step",
+                  "evaluate", "advance_step", "advance_goal", "git_operations", "finalize", "plan_epic", "design",
+                  "clarify", "approve_plan"}
+
+
+def start(client: httpx.Client, body: dict[str, Any]) -> str:
+    response = client.post("/orchestrate/stream", json=body)
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    assert reply["stream_url"] == f"/stream/{reply['thread_id']}"
+    assert reply["thread_id"].startswith(f"thread-{body['task_id']}-")
+    return reply["thread_id"]
+
+
+def assert_string_status(body: dict[str, Any]) -> None:
+    assert all(isinstance(v, str) for v in body.values()), body
+
+
+@pytest.fixture
+def client(service: Any) -> httpx.Client:
+    with service.client() as http:
+        yield http
+
+
+@pytest.fixture
+def workspace(data_root: Path) -> tuple[str, Path]:
+    rel = f"clients/c1/{new_task_id()}"
+    return rel, make_git_repo(data_root / rel)
+
+
+def test_advice_question_is_answered_and_reported_done(client, llm, kotlin, kb) -> None:
+    llm.script(*advice_script("Jervis umí odpovídat na otázky."))
+    body = orchestrate_body(query="Co umíš?")
+    thread_id = start(client, body)
+
+    done = kotlin.wait_for_status(thread_id=thread_id, status="done")
+
+    assert done["summary"] == "Jervis umí odpovídat na otázky."
+    assert done["artifacts"] == [] and done["taskId"] == body["task_id"]
+    nodes = [p["node"] for p in kotlin.progress if p["taskId"] == body["task_id"]]
+    assert nodes == ["intake", "evidence_pack", "respond", "finalize"]
+    assert kotlin.violations == [] and kotlin.semantic_violations == []
+    status = client.get(f"/status/{thread_id}").json()
+    assert_string_status(status)
+    assert status["status"] == "done" and status["summary"] == done["summary"]
+
+
+def test_code_task_runs_agent_asks_for_commit_and_commits_on_approval(client, llm, kotlin, workspace) -> None:
+    rel, repo = workspace
+    llm.script(*code_task_script())
+    body = orchestrate_body(workspace_path=rel)
+    thread_id = start(client, body)
+
+    asked = kotlin.wait_for_status(thread_id=thread_id, status="interrupted")
+    assert asked["interruptAction"] == "commit"
+    assert "task/" in asked["interruptDescription"]
+    assert (repo / "app/health.py").exists() and not (repo / ".jervis").exists()
+    status = client.get(f"/status/{thread_id}").json()
+    assert_string_status(status)
+    assert status["interrupt_action"] == "commit"
+
+    assert client.post(f"/approve/{thread_id}", json=approval(True, "ano, commitni to")).json() == {
+        "status": "resuming", "thread_id": thread_id}
+    done = kotlin.wait_for_status(thread_id=thread_id, status="done")
+
+    branch = f"task/{body['task_id']}"
+    assert done["branch"] == branch and done["artifacts"] == ["app/health.py"]
+    assert "Hotovo" in done["summary"]
+    log = git(repo, "log", "--format=%s", branch)
+    assert log.splitlines()[0].startswith(f"task({body['task_id']}):")
+    assert git(repo, "show", "--name-only", "--format=", branch).split() == ["app/health.py"]
+    nodes = [p["node"] for p in kotlin.progress if p["taskId"] == body["task_id"]]
+    for expected in ("plan", "select_goal", "plan_steps", "execute_step", "evaluate", "git_operations", "finalize"):
+        assert expected in nodes
+    step_push = next(p for p in kotlin.progress if p["taskId"] == body["task_id"] and p["node"] == "execute_step")
+    assert step_push["totalGoals"] == 1 and step_push["totalSteps"] == 1
+    assert kotlin.violations == []
+    status = client.get(f"/status/{thread_id}").json()
+    assert_string_status(status)
+    assert status == {"status": "done", "thread_id": thread_id, "summary": done["summary"], "branch": branch,
+                      "artifacts": "app/health.py"}
+
+
+@pytest.mark.parametrize(("approved", "reason"), [(False, "ne"), (True, "neschvaluji")])
+def test_rejected_commit_ends_cleanly_without_commit(client, llm, kotlin, workspace, approved, reason) -> None:
+    rel, repo = workspace
+    llm.script(*code_task_script())
+    thread_id = start(client, orchestrate_body(workspace_path=rel))
+    kotlin.wait_for_status(thread_id=thread_id, status="interrupted")
+
+    client.post(f"/approve/{thread_id}", json=approval(approved, reason))
+    done = kotlin.wait_for_status(thread_id=thread_id, status="done")
+
+    assert done["branch"] is None
+    assert "zamítnut" in done["summary"]
+    assert git(repo, "branch", "--list", "task/*").strip() == ""
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"
+
+
+def test_unclear_goal_asks_and_continues_with_the_answer(client, llm, kotlin) -> None:
+    def classify(request: Any) -> str:
+        if "Moje odpověď: projekt Webshop" in request.text:
+            return classification("advice")
+        return classification(goal_clear=False, questions=["Který projekt?"])
+
+    llm.script(
+        Reply(match=node_marker("intake"), content=classify, name="intake"),
+        Reply(match=node_marker("respond"), content="Odpověď pro Webshop"),
+    )
+    thread_id = start(client, orchestrate_body(query="Oprav to"))
+
+    asked = kotlin.wait_for_status(thread_id=thread_id, status="interrupted")
+    assert asked["interruptAction"] == "clarify" and "Který projekt?" in asked["interruptDescription"]
+    client.post(f"/approve/{thread_id}", json=approval(True, "Moje odpověď: projekt Webshop"))
+
+    done = kotlin.wait_for_status(thread_id=thread_id, status="done")
+    assert done["summary"] == "Odpověď pro Webshop"
+    intakes = [r.text for r in llm.requests if r.matched == "intake"]
+    assert len(intakes) == 2 and "Moje odpověď" not in intakes[0] and "Moje odpověď" in intakes[1]
+
+
+def test_cancel_mid_run_stops_the_agent_and_pushes_error(client, llm, kotlin, workspace) -> None:
+    rel, repo = workspace
+    llm.script(*code_task_script(files={"late.txt": "never"}, extra_instructions="@@SLEEP 30"))
+    body = orchestrate_body(workspace_path=rel)
+    thread_id = start(client, body)
+    kotlin.wait_for_progress(node="execute_step", task_id=body["task_id"])
+
+    assert client.post(f"/cancel/{thread_id}", headers={"Content-Type": "application/json"}).json() == {
+        "status": "cancelled"}
+
+    error = kotlin.wait_for_status(thread_id=thread_id, status="error", timeout=10)
+    assert error["error"] == "Orchestrace zrušena uživatelem" and error["artifacts"] == []
+    assert not (repo / "late.txt").exists()
+    status = client.get(f"/status/{thread_id}").json()
+    assert status["status"] == "error" and status["error"] == "Orchestrace zrušena uživatelem"
+    assert client.post(f"/cancel/{thread_id}").status_code == 404
+
+
+def test_second_orchestration_gets_429_while_one_runs(client, llm, kotlin) -> None:
+    llm.script(Reply(match=node_marker("intake"), content=classification(), delay_before=30), *advice_script())
+    first = start(client, orchestrate_body())
+    kotlin.wait_for_progress(node="intake")
+
+    busy = client.post("/orchestrate/stream", json=orchestrate_body())
+    assert busy.status_code == 429 and "busy" in busy.json()["detail"]
+    assert client.get("/health").json()["busy"] is True
+    client.post(f"/cancel/{first}")
+    kotlin.wait_for_status(thread_id=first, status="error")
+    assert client.get("/health").json()["busy"] is False
+
+
+def test_llm_stall_is_reported_as_error_after_the_heartbeat(client, llm, kotlin) -> None:
+    llm.script(Reply(match=node_marker("intake"), content=classification(), stall_after_chunks=1, stall_seconds=60))
+    thread_id = start(client, orchestrate_body())
+    first_push = kotlin.wait_for_progress(node="intake")
+
+    error = kotlin.wait_for_status(thread_id=thread_id, status="error", timeout=15)
+
+    assert "heartbeat" in error["error"] and "2 s" in error["error"]
+    pushes = {e.route: e for e in kotlin.events}
+    assert first_push is not None and pushes
+    status = client.get(f"/status/{thread_id}").json()
+    assert_string_status(status)
+    assert status["status"] == "error"
+
+
+def test_kb_outage_does_not_stop_the_run(client, llm, kotlin, kb) -> None:
+    kb.set_mode("down")
+    llm.script(*advice_script("Odpověď bez KB"))
+    thread_id = start(client, orchestrate_body())
+
+    done = kotlin.wait_for_status(thread_id=thread_id, status="done")
+
+    assert done["summary"] == "Odpověď bez KB"
+    respond_prompt = next(r for r in llm.requests if r.matched == "respond").text
+    assert "Knowledge Base unavailable" in respond_prompt
+
+
+def test_forbidden_file_blocks_the_step(client, llm, kotlin, workspace) -> None:
+    rel, repo = workspace
+    llm.script(*code_task_script(files={"config/prod.env": "SECRET=1"}))
+    thread_id = start(client, orchestrate_body(workspace_path=rel))
+
+    error = kotlin.wait_for_status(thread_id=thread_id, status="error")
+
+    assert "config/prod.env" in error["error"]
+    assert git(repo, "branch", "--list", "task/*").strip() == ""
+
+
+def test_stream_replays_missed_events_after_reconnect(client, llm, kotlin, service) -> None:
+    llm.script(*advice_script())
+    thread_id = start(client, orchestrate_body())
+    kotlin.wait_for_status(thread_id=thread_id, status="done")
+
+    def events(headers: dict[str, str]) -> list[tuple[int, str, dict[str, Any]]]:
+        with client.stream("GET", f"/stream/{thread_id}", headers=headers) as response:
+            assert response.status_code == 200
+            text = "".join(response.iter_text())
+        parsed = []
+        for block in text.split("\n\n"):
+            fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and line[0] != ":")
+            if "id" in fields:
+                parsed.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
+        return parsed
+
+    everything = events({})
+    assert [e[1] for e in everything][0] == "node_start" and everything[-1][1] == "done"
+    assert [e[0] for e in everything] == list(range(1, len(everything) + 1))
+    resumed = events({"Last-Event-ID": str(everything[2][0])})
+    assert resumed == everything[3:]
+    assert client.get("/stream/thread-nope-00000000").status_code == 404
+
+
+def test_tracker_step_calls_the_kotlin_tracker(client, llm, kotlin) -> None:
+    llm.script(
+        Reply(match=node_marker("intake"), content=classification("single_task", "tracker_ops")),
+        Reply(match=node_marker("plan"), content=json.dumps({"steps": [{
+            "instructions": "create the issue", "step_type": "tracker",
+            "tracker_operations": [{"op": "create", "title": "Health endpoint", "description": "Add /health"}]}]})),
+        Reply(match=node_marker("finalize"), content="Issue založen."),
+    )
+    body = orchestrate_body(jervis_project_id="67a9b1c2d3e4f5a6b7c8d9ff")
+    thread_id = start(client, body)
+
+    done = kotlin.wait_for_status(thread_id=thread_id, status="done")
+
+    assert done["summary"].startswith("Issue založen.")
+    route, call = kotlin.tracker_calls[-1]
+    assert route == "create-issue"
+    assert call == {"clientId": body["client_id"], "projectId": "67a9b1c2d3e4f5a6b7c8d9ff",
+                    "title": "Health endpoint", "description": "Add /health", "type": "task", "parentKey": None}
+
+
+def test_status_of_unknown_thread_is_string_only(client) -> None:
+    body = client.get("/status/thread-unknown-12345678").json()
+    assert body == {"status": "unknown", "thread_id": "thread-unknown-12345678"}
+
+
+def test_status_while_running_is_string_only(client, llm, kotlin) -> None:
+    llm.script(Reply(match=node_marker("intake"), content=classification(), delay_before=30))
+    thread_id = start(client, orchestrate_body())
+    kotlin.wait_for_progress(node="intake")
+    try:
+        assert client.get(f"/status/{thread_id}").json() == {"status": "running", "thread_id": thread_id}
+    finally:
+        client.post(f"/cancel/{thread_id}")
+        kotlin.wait_for_status(thread_id=thread_id, status="error")
+
+
+def test_health_reports_dependencies(client) -> None:
+    health = client.get("/health").json()
+    assert health["status"] == "ok" and health["busy"] in (True, False)
+    assert health["dependencies"]["mongodb"]["status"] == "ok"
+    assert health["dependencies"]["llm"]["status"] == "ok"
+    assert health["dependencies"]["knowledgebase"]["status"] == "ok"

@@ -1,0 +1,95 @@
+"""RunStore against a real nx-27017."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pymongo.asynchronous.database import AsyncDatabase
+
+from app.persistence.runs import COLLECTION_NAME, RunRecord, RunStore
+
+Db = AsyncDatabase[dict[str, Any]]
+
+
+class FakeClock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def record(thread_id: str = "thread-1", *, status: Any = "running", created_at: float = 100.0, **extra: Any) -> RunRecord:
+    return RunRecord(
+        thread_id=thread_id, task_id="task-1", client_id="client-1", status=status,
+        created_at=created_at, updated_at=created_at, **extra,
+    )
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def runs(mongo_db: Db, clock: FakeClock) -> RunStore:
+    store = RunStore(mongo_db[COLLECTION_NAME], clock=clock)
+    await store.setup()
+    return store
+
+
+async def test_create_then_get_round_trips_the_record(runs: RunStore, mongo_db: Db) -> None:
+    original = record(pod_id="pod-a", artifacts=["diff.patch"], branch="task/1")
+    await runs.create(original)
+    assert await runs.get("thread-1") == original
+    assert await runs.get("missing") is None
+    assert (await mongo_db[COLLECTION_NAME].find_one({"_id": "thread-1"})) is not None
+
+
+async def test_create_again_keeps_the_first_created_at(runs: RunStore) -> None:
+    await runs.create(record(created_at=100.0))
+    await runs.create(record(status="done", created_at=500.0, summary="again"))
+    stored = await runs.get("thread-1")
+    assert stored is not None
+    assert (stored.status, stored.summary, stored.created_at) == ("done", "again", 100.0)
+
+
+async def test_update_sets_fields_and_bumps_updated_at(runs: RunStore, clock: FakeClock) -> None:
+    await runs.create(record())
+    clock.now = 2000.0
+    assert await runs.update(
+        "thread-1", status="interrupted", interrupt_action="commit", interrupt_description="Commit 3 files?"
+    ) is True
+    stored = await runs.get("thread-1")
+    assert stored is not None
+    assert (stored.status, stored.interrupt_action, stored.updated_at, stored.created_at) == (
+        "interrupted", "commit", 2000.0, 100.0,
+    )
+    assert await runs.update("missing", status="done") is False
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"no_such_field": 1}, {"created_at": 5.0}, {"updated_at": 5.0}, {"status": "exploded"}, {"artifacts": 7}],
+)
+async def test_update_rejects_unknown_immutable_or_invalid_fields(runs: RunStore, fields: dict[str, Any]) -> None:
+    await runs.create(record())
+    with pytest.raises(ValueError):
+        await runs.update("thread-1", **fields)
+    assert await runs.get("thread-1") == record()
+
+
+async def test_list_by_status_returns_matching_runs_oldest_first(runs: RunStore) -> None:
+    await runs.create(record("t-late", created_at=300.0))
+    await runs.create(record("t-done", status="done", created_at=50.0))
+    await runs.create(record("t-early", created_at=200.0))
+    assert [r.thread_id for r in await runs.list_by_status("running")] == ["t-early", "t-late"]
+    assert [r.thread_id for r in await runs.list_by_status("done")] == ["t-done"]
+    assert await runs.list_by_status("error") == []
+
+
+async def test_setup_indexes_status_and_task_id(runs: RunStore, mongo_db: Db) -> None:
+    await runs.setup()  # idempotent
+    keys = {tuple(name for name, _ in info["key"]) for info in (await mongo_db[COLLECTION_NAME].index_information()).values()}
+    assert {("status",), ("task_id",)} <= keys

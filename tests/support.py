@@ -1,0 +1,117 @@
+"""Builders shared by tests: Kotlin-shaped requests, scripted LLM answers, git workspaces."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tests.fixtures.llm_server import Reply
+
+T = TypeVar("T")
+
+
+def new_task_id() -> str:
+    """24 hex characters, like the MongoDB ObjectIds Kotlin sends."""
+    return uuid.uuid4().hex[:24]
+
+
+def kotlin_rules(**overrides: Any) -> dict[str, Any]:
+    rules = {
+        "branch_naming": "task/{taskId}", "commit_prefix": "task({taskId}):",
+        "require_review": False, "require_tests": False,
+        "require_approval_commit": True, "require_approval_push": True,
+        "allowed_branches": ["task/*", "fix/*"], "forbidden_files": ["*.env", "secrets/*"],
+        "max_changed_files": 20, "auto_push": False,
+        "auto_use_anthropic": False, "auto_use_openai": False, "auto_use_gemini": False,
+    }
+    return rules | overrides
+
+
+def orchestrate_body(*, task_id: str | None = None, query: str = "Přidej endpoint /health do API",
+                     workspace_path: str = "clients/c1/default", rules: dict[str, Any] | None = None,
+                     **overrides: Any) -> dict[str, Any]:
+    """Exactly what the Kotlin client sends: every field, explicit nulls (contract §2.2)."""
+    body = {
+        "task_id": task_id or new_task_id(), "client_id": "67a9b1c2d3e4f5a6b7c8d9e0", "project_id": None,
+        "client_name": "Acme", "project_name": None, "workspace_path": workspace_path, "query": query,
+        "agent_preference": "auto", "rules": rules or kotlin_rules(), "environment": None,
+        "jervis_project_id": None, "chat_history": None,
+    }
+    return body | overrides
+
+
+def approval(approved: bool, reason: str | None) -> dict[str, Any]:
+    """`ApprovalResponseDto` as Kotlin sends it (modification is always null)."""
+    return {"approved": approved, "modification": None, "reason": reason}
+
+
+def node_marker(name: str) -> str:
+    """The first line of a node's system prompt; a trailing newline keeps `plan` ≠ `plan_steps`."""
+    return f"### JERVIS NODE: {name}\n"
+
+
+def classification(category: str = "advice", action: str = "respond", complexity: str = "simple",
+                   goal_clear: bool = True, questions: list[str] | None = None) -> str:
+    return json.dumps({
+        "task_category": category, "task_action": action, "external_refs": [], "complexity": complexity,
+        "goal_clear": goal_clear, "clarification_questions": questions or [], "reasoning": "scripted",
+    })
+
+
+def file_block(path: str, content: str) -> str:
+    return f"<<<FILE {path}\n{content}\n>>>"
+
+
+def code_task_script(*, files: dict[str, str] | None = None, extra_instructions: str = "",
+                     summary: str = "Hotovo: přidán endpoint.") -> list[Reply]:
+    """LLM answers for a single code task: one goal, one code step that writes `files`."""
+    files = files if files is not None else {"app/health.py": "def health():\n    return {'status': 'ok'}"}
+    instructions = "\n".join(file_block(p, c) for p, c in files.items())
+    if extra_instructions:
+        instructions = f"{extra_instructions}\n{instructions}"
+    return [
+        Reply(match=node_marker("intake"), content=classification("single_task", "code", "simple"), name="intake"),
+        Reply(match=node_marker("plan"), content=json.dumps({"goals": [
+            {"id": "g1", "title": "Endpoint /health", "description": "add it", "complexity": "simple",
+             "dependencies": []}]}), name="plan"),
+        Reply(match=node_marker("plan_steps"), content=json.dumps({"steps": [
+            {"instructions": instructions, "step_type": "code", "files": list(files)}]}), name="plan_steps"),
+        Reply(match=node_marker("finalize"), content=summary, name="finalize"),
+    ]
+
+
+def advice_script(answer: str = "Jervis umí odpovídat na otázky.") -> list[Reply]:
+    return [
+        Reply(match=node_marker("intake"), content=classification("advice", "respond"), name="intake"),
+        Reply(match=node_marker("respond"), content=answer, name="respond"),
+    ]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def make_git_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "dev@example.com")
+    git(path, "config", "user.name", "Dev")
+    (path / "README.md").write_text("# project\n")
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+def wait_until(probe: Callable[[], T | None], timeout: float = 20.0, what: str = "condition") -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
