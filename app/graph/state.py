@@ -32,6 +32,8 @@ class OrchestratorState(OrchestratorInput, total=False):
     clarification_response: dict[str, Any] | None
     clarification_rounds: int
     project_context: str | None
+    kb_results: list[dict[str, str]]
+    """Task-relevant KB hits found by intake ({source, content[:300]}), reused by evidence_pack."""
     kb_warnings: list[str]
     allow_cloud_prompt: bool
     # evidence

@@ -22,6 +22,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402  (heavy: imported once, at start-up)
 
 log = logging.getLogger(__name__)
+# litellm logs every call at INFO; at our call rate that is noise and measurable overhead.
+litellm.suppress_debug_info = True
+litellm.disable_streaming_logging = True  # no litellm callbacks are used; usage is counted by us
+for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 Message = dict[str, str]
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -63,7 +68,8 @@ class LitellmProvider:
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         try:
-            stream = await asyncio.wait_for(litellm.acompletion(**kwargs), self._heartbeat)
+            async with asyncio.timeout(self._heartbeat):
+                stream = await litellm.acompletion(**kwargs)
         except TimeoutError as exc:
             raise HeartbeatTimeoutError(self._dead_message()) from exc
         except Exception as exc:  # litellm maps transport failures to its own exception types
@@ -75,7 +81,61 @@ class LitellmProvider:
         try:
             while True:
                 try:
-                    chunk = await asyncio.wait_for(stream.__anext__(), self._heartbeat)
+                    # A timeout per token, not per call: a model may stream for as long as it likes.
+                    async with asyncio.timeout(self._heartbeat):
+                        chunk = await stream.__anext__()
+                except StopAsyncIteration:
+                    return "".join(parts)
+                except TimeoutError as exc:
+                    raise HeartbeatTimeoutError(self._dead_message()) from exc
+                except Exception as exc:
+                    raise LlmError(f"LLM stream failed: {exc}") from exc
+                delta = chunk.choices[0].delta.content if chunk.choices else None
+                if delta:
+                    parts.append(delta)
+        except BaseException:
+            await _close(stream)  # an abandoned stream would keep its connection open
+            raise
+
+    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT]) -> ModelT: ...
+
+
+class LitellmProvider:
+    """Local tier through Ollama's chat API (`ollama_chat/<model>`)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._model = f"ollama_chat/{settings.local_model}"
+        self._api_base = settings.ollama_url
+        self._heartbeat = settings.heartbeat_dead_seconds
+        self._max_tokens = settings.llm_max_output_tokens
+
+    async def complete(self, messages: Sequence[Message], *, json_mode: bool = False) -> str:
+        kwargs: dict[str, Any] = {
+            "model": self._model,
+            "api_base": self._api_base,
+            "messages": list(messages),
+            "stream": True,
+            "max_tokens": self._max_tokens,
+        }
+        if json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        try:
+            async with asyncio.timeout(self._heartbeat):
+                stream = await litellm.acompletion(**kwargs)
+        except TimeoutError as exc:
+            raise HeartbeatTimeoutError(self._dead_message()) from exc
+        except Exception as exc:  # litellm maps transport failures to its own exception types
+            raise LlmError(f"LLM call failed: {exc}") from exc
+        return await self._collect(stream)
+
+    async def _collect(self, stream: Any) -> str:
+        parts: list[str] = []
+        try:
+            while True:
+                try:
+                    # A timeout per token, not per call: a model may stream for as long as it likes.
+                    async with asyncio.timeout(self._heartbeat):
+                        chunk = await stream.__anext__()
                 except StopAsyncIteration:
                     break
                 except TimeoutError as exc:

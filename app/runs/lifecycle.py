@@ -7,6 +7,7 @@ awaited, so the graph runs at checkpointer speed. The terminal outcome is read o
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,7 +40,18 @@ NODE_MESSAGES = {
     "finalize": "Připravuji závěrečnou zprávu…",
 }
 
-_INDEX_KEYS = ("goals", "current_goal_index", "steps", "current_step_index")
+#: State keys whose updates are appended by their reducer (see graph/state.py), not replaced.
+_APPENDED_KEYS = frozenset({"step_results", "goal_summaries"})
+
+
+def merge_update(values: dict[str, Any], update: dict[str, Any]) -> None:
+    """Apply one node's update the way the graph's reducers do, so the run's final values are
+    known without reading the checkpoint back."""
+    for key, value in update.items():
+        if key in _APPENDED_KEYS:
+            values[key] = [*(values.get(key) or []), *value]
+        else:
+            values[key] = value
 
 
 @dataclass
@@ -74,21 +86,23 @@ class RunDriver:
 
     async def drive(self, run: RunIdentity, graph_input: Any, events: EventLog,
                     known: dict[str, Any] | None = None) -> RunOutcome:
-        """Stream the graph to its next stop (END or an interrupt)."""
-        tracked = {k: (known or {}).get(k) for k in _INDEX_KEYS}
+        """Stream the graph to its next stop (END or an interrupt). `known` is the state a
+        resumed run starts from (the checkpoint the caller already read)."""
+        tracked: dict[str, Any] = dict(known or (graph_input if isinstance(graph_input, dict) else {}))
         interrupt_value: dict[str, Any] | None = None
+        started: dict[str, float] = {}
         config = self.config(run.thread_id)
         async for mode, chunk in self._graph.astream(
             graph_input, config, context=self._context, stream_mode=["tasks", "updates", "custom"]
         ):
             if mode == "tasks":
-                self._on_task(run, chunk, tracked, events)
+                self._on_task(run, chunk, tracked, events, started)
             elif mode == "updates":
                 for node, update in chunk.items():
                     if node == "__interrupt__":
                         interrupt_value = _interrupt_payload(update)
                     elif isinstance(update, dict):
-                        tracked.update({k: v for k, v in update.items() if k in _INDEX_KEYS})
+                        merge_update(tracked, update)
             elif mode == "custom" and isinstance(chunk, dict):
                 events.publish(str(chunk.get("type", "custom")), {k: v for k, v in chunk.items() if k != "type"})
         if interrupt_value is not None:
@@ -98,8 +112,7 @@ class RunDriver:
                 interrupt_description=str(interrupt_value.get("description") or ""),
                 interrupt=interrupt_value,
             )
-        snapshot = await self._graph.aget_state(config)
-        values = snapshot.values or {}
+        values = tracked
         common = {
             "summary": values.get("final_result"),
             "branch": values.get("branch"),
@@ -110,11 +123,13 @@ class RunDriver:
             return RunOutcome(status="error", error=str(values["error"]), **common)
         return RunOutcome(status="done", **common)
 
-    def _on_task(self, run: RunIdentity, chunk: dict[str, Any], tracked: dict[str, Any], events: EventLog) -> None:
+    def _on_task(self, run: RunIdentity, chunk: dict[str, Any], tracked: dict[str, Any], events: EventLog,
+                 started: dict[str, float]) -> None:
         node = chunk.get("name")
         if node not in NODE_NAMES:
             return
         if "input" in chunk:  # a task start (finish events carry "result")
+            started[chunk.get("id", node)] = time.perf_counter()
             goals, steps = tracked.get("goals") or [], tracked.get("steps") or []
             push = ProgressPush(
                 task_id=run.task_id, client_id=run.client_id, node=node,
@@ -128,7 +143,9 @@ class RunDriver:
                                           "total_steps": push.total_steps})
         else:
             error = chunk.get("error")
-            events.publish("node_end", {"node": node, **({"error": str(error)} if error else {})})
+            began = started.pop(chunk.get("id", node), None)
+            duration = round((time.perf_counter() - began) * 1000, 2) if began is not None else None
+            events.publish("node_end", {"node": node, "duration_ms": duration, **({"error": str(error)} if error else {})})
 
 
 def _interrupt_payload(update: Any) -> dict[str, Any]:

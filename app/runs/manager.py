@@ -25,7 +25,7 @@ from app.config import Settings
 from app.persistence.lock import LockLease, OrchestrationLock
 from app.persistence.runs import RunRecord, RunStore
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
-from app.runs.events import EventHub
+from app.runs.events import EventHub, EventLog
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome
 from app.schemas.domain import CodingTask
 from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest, StatusPush, status_reply
@@ -42,7 +42,21 @@ class ActiveRun:
     identity: RunIdentity
     task: asyncio.Task[RunOutcome] | None = None
     cancel_requested: bool = False
+    outcome: RunOutcome | None = None
+    """Set when the run ended; /status answers from it until the run record is stored."""
     started_at: float = field(default_factory=time.monotonic)
+
+
+def _record_of(run: ActiveRun) -> RunRecord:
+    """The record a just-ended run is about to store (/status must not wait for the write)."""
+    outcome = run.outcome
+    assert outcome is not None
+    return RunRecord(
+        thread_id=run.identity.thread_id, task_id=run.identity.task_id, client_id=run.identity.client_id,
+        status=outcome.status, summary=outcome.summary, error=outcome.error,
+        interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
+        branch=outcome.branch, artifacts=outcome.artifacts, created_at=0.0, updated_at=0.0,
+    )
 
 
 def new_thread_id(task_id: str) -> str:
@@ -170,9 +184,10 @@ class RunManager:
 
     async def status(self, thread_id: str) -> dict[str, str]:
         """String-only status (Kotlin decodes `Map<String, String>`)."""
-        if thread_id in self._active:
+        run = self._active.get(thread_id)
+        if run is not None and run.outcome is None:
             return status_reply(thread_id, "running")
-        record = await self._runs.get(thread_id)
+        record = _record_of(run) if run is not None else await self._runs.get(thread_id)
         if record is None:
             return status_reply(thread_id, "unknown")
         match record.status:
@@ -219,13 +234,19 @@ class RunManager:
             outcome = RunOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
         finally:
             watcher.cancel()
+        run.outcome = outcome
         try:
-            await self._finish(identity, outcome, events)
-        finally:
+            # Free the slots before telling Kotlin: it dispatches the next task as soon as it
+            # hears "done", and must not meet a 429 from a run that has already ended.
             await lease.release()
+        finally:
             self._slots.release()
-            self._active.pop(identity.thread_id, None)
+            self._announce(identity, outcome, events)
             events.close()
+            try:
+                await self._record_outcome(identity, outcome)
+            finally:
+                self._active.pop(identity.thread_id, None)
         return outcome
 
     async def _mark_running(self, identity: RunIdentity, record: RunRecord | None) -> None:
@@ -244,7 +265,17 @@ class RunManager:
         if run.task is not None:
             run.task.cancel()
 
-    async def _finish(self, identity: RunIdentity, outcome: RunOutcome, events: Any) -> None:
+    async def _record_outcome(self, identity: RunIdentity, outcome: RunOutcome) -> None:
+        try:
+            await self._runs.update(
+                identity.thread_id, status=outcome.status, summary=outcome.summary, error=outcome.error,
+                interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
+                branch=outcome.branch, artifacts=outcome.artifacts,
+            )
+        except Exception:
+            log.exception("could not record the outcome of %s", identity.thread_id)
+
+    def _announce(self, identity: RunIdentity, outcome: RunOutcome, events: EventLog) -> None:
         self._kotlin.push_status(StatusPush(
             task_id=identity.task_id, client_id=identity.client_id, thread_id=identity.thread_id,
             status=outcome.status, summary=outcome.summary if outcome.status == "done" else None,
@@ -257,14 +288,6 @@ class RunManager:
             "summary": outcome.summary, "error": outcome.error, "branch": outcome.branch,
             "artifacts": outcome.artifacts, "interrupt": outcome.interrupt,
         })
-        try:
-            await self._runs.update(
-                identity.thread_id, status=outcome.status, summary=outcome.summary, error=outcome.error,
-                interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
-                branch=outcome.branch, artifacts=outcome.artifacts,
-            )
-        except Exception:
-            log.exception("could not record the outcome of %s", identity.thread_id)
 
     async def shutdown(self, grace_seconds: float = 30.0) -> None:
         """Stop taking work; give running nodes time to reach a checkpoint, then cancel."""

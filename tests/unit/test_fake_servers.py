@@ -39,7 +39,9 @@ async def _complete(llm: ScriptedLlmServer, model: str, suffix: str, prompt: str
 # ------------------------------------------------------------------- LLM fake
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
 @pytest.mark.parametrize(("model", "suffix"), APIS, ids=["ollama", "openai"])
-async def test_litellm_gets_scripted_text_exactly(llm: ScriptedLlmServer, model: str, suffix: str, stream: bool) -> None:
+async def test_litellm_gets_scripted_text_exactly(
+    llm: ScriptedLlmServer, model: str, suffix: str, stream: bool
+) -> None:
     """The reply text, usage and request record survive the real litellm parser on both APIs."""
     llm.script(Reply("add the endpoint", TEXT, chunk_size=5, name="plan"))
     response = await _complete(
@@ -66,7 +68,9 @@ async def test_litellm_gets_scripted_text_exactly(llm: ScriptedLlmServer, model:
 
 
 @pytest.mark.parametrize(("model", "suffix"), APIS, ids=["ollama", "openai"])
-async def test_stalled_stream_times_out_without_blocking_server(llm: ScriptedLlmServer, model: str, suffix: str) -> None:
+async def test_stalled_stream_times_out_without_blocking_server(
+    llm: ScriptedLlmServer, model: str, suffix: str
+) -> None:
     """A stall delivers the first pieces, then nothing; other requests are still served meanwhile.
 
     Also pins that the server notices the client going away: once the caller
@@ -83,12 +87,12 @@ async def test_stalled_stream_times_out_without_blocking_server(llm: ScriptedLlm
     other = await _complete(llm, model, suffix, "something else")
     assert other.choices[0].message.content == "OK"
     assert time.monotonic() - started < 2
-    assert llm.in_flight == 1  # the stalled stream is still open
+    llm.wait_for_in_flight(1)  # the stalled stream is still open (the other request has left)
 
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(stream.__anext__(), 0.5)
     await stream.aclose()
-    llm.wait_until(lambda: llm.in_flight == 0 or None, 2, lambda: "stalled handler to end after the client left")
+    llm.wait_for_in_flight(0)  # the stalled handler ended once the client went away
     assert [r.matched for r in llm.requests] == ["stall", None]
 
 
@@ -246,7 +250,8 @@ def test_kotlin_requires_json_content_type(kotlin: FakeKotlinServer, headers: di
 
 def test_kotlin_unknown_status_is_accepted_but_flagged(kotlin: FakeKotlinServer) -> None:
     """Kotlin decodes status "cancelled" but ignores it, which is a semantic bug worth flagging."""
-    response = httpx.post(kotlin.url + "/internal/orchestrator-status", json={**STATUS_EXAMPLES[2], "status": "cancelled"})
+    body = {**STATUS_EXAMPLES[2], "status": "cancelled"}
+    response = httpx.post(kotlin.url + "/internal/orchestrator-status", json=body)
     assert response.status_code == 200 and kotlin.violations == []
     assert "cancelled" in kotlin.semantic_violations[0]
 
@@ -326,7 +331,8 @@ def test_kb_modes(kb: FakeKbServer) -> None:
 
 def test_kb_ingest_drops_metadata_and_purge_deletes(kb: FakeKbServer) -> None:
     """The correction rule's original/corrected metadata is lost on ingest, as in the real KB."""
-    ingest = {"clientId": "c1", "projectId": "", "sourceUrn": "transcript-correction::1", "kind": "transcript_correction",
+    ingest = {"clientId": "c1", "projectId": "", "sourceUrn": "transcript-correction::1",
+              "kind": "transcript_correction",
               "content": 'When "Jarda" appears, correct it to "Jaroslav".',
               "metadata": {"original": "Jarda", "corrected": "Jaroslav", "category": "Person Names"}}
     result = httpx.post(kb.url + "/api/v1/ingest", json=ingest).json()

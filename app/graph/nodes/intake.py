@@ -35,7 +35,7 @@ async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
             ctx.kb, query=task["query"], client_id=task["client_id"], project_id=task.get("project_id")
         )
         project_context = kb.text
-        updates |= {"project_context": kb.text, "kb_warnings": kb.warnings}
+        updates |= {"project_context": kb.text, "kb_results": kb.sources, "kb_warnings": kb.warnings}
     context = "\n\n".join(
         part for part in (identity(state), project_context, render_environment(state.get("environment"))
                           if state.get("environment") else "") if part

@@ -1,0 +1,187 @@
+"""LocalRunner (app/agents/local.py) with the built-in scripted agent as a real subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app.agents import scripted_agent
+from app.agents.base import AgentJob
+from app.agents.local import LocalRunner
+from app.agents.workspace import WorkspaceManager
+from tests.support import file_block, git, make_git_repo
+
+AGENT = [sys.executable, str(Path(scripted_agent.__file__))]
+
+
+@pytest.fixture
+def manager(tmp_path: Path) -> WorkspaceManager:
+    return WorkspaceManager(tmp_path)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_git_repo(tmp_path / "repo")
+
+
+def job(workspace: Path, timeout: float = 30) -> AgentJob:
+    return AgentJob(thread_id="thread-t1-abcd", task_id="t1", client_id="c1", agent_type="aider",
+                    workspace=workspace, timeout_seconds=timeout)
+
+
+def hand_over(manager: WorkspaceManager, workspace: Path, instructions: str) -> None:
+    manager.prepare(workspace, instructions=instructions, task={"id": "t1"}, kb_context="", environment=None)
+
+
+def agent_pids(workspace: Path) -> list[int]:
+    """Live processes whose working directory is this test's workspace (the agent and its children)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "cwd") == str(workspace.resolve()):
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def wait_for_agent(workspace: Path, lines: list[str], marker: str, timeout: float = 10) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(marker in line for line in lines) and (pids := agent_pids(workspace)):
+            return pids
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"agent did not log {marker!r}: {lines}")
+
+
+async def test_run_succeeds_with_changed_files_seen_by_git(manager: WorkspaceManager, repo: Path) -> None:
+    hand_over(manager, repo, file_block("src/health.py", "def health():\n    return 'ok'") + "\n"
+              + file_block("README.md", "# new readme"))
+    # A wrapper writes a file the agent never claims; git must still report it.
+    runner = LocalRunner(manager, command=["sh", "-c", f"echo x > unclaimed.txt && exec {shlex.join(AGENT)}"])
+    result = await runner.run(job(repo))
+    assert result.success is True and result.exit_code == 0
+    assert result.summary == "Wrote 2 file(s): src/health.py, README.md"
+    assert result.changed_files == ["README.md", "src/health.py", "unclaimed.txt"]
+    assert (repo / "src/health.py").read_text() == "def health():\n    return 'ok'\n"
+
+
+async def test_run_ignores_files_dirty_before_the_step_and_agent_files(manager: WorkspaceManager,
+                                                                      repo: Path) -> None:
+    (repo / "user_wip.py").write_text("user's work in progress\n")
+    hand_over(manager, repo, file_block("a.py", "a = 1"))
+    result = await LocalRunner(manager).run(job(repo))
+    assert result.changed_files == ["a.py"]
+    assert not any(path.startswith(".jervis") for path in result.changed_files)
+
+
+async def test_run_uses_the_agents_claim_when_workspace_is_not_a_git_repo(manager: WorkspaceManager,
+                                                                         tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    hand_over(manager, plain, file_block("a.py", "a = 1"))
+    runner = LocalRunner(manager, command=["sh", "-c", f"echo x > unclaimed.txt && exec {shlex.join(AGENT)}"])
+    result = await runner.run(job(plain))
+    assert result.success is True
+    assert result.changed_files == ["a.py"]
+
+
+async def test_run_fails_with_the_reason_when_agent_reports_failure(manager: WorkspaceManager, repo: Path) -> None:
+    hand_over(manager, repo, "@@FAIL tests do not pass\n" + file_block("a.py", "a = 1"))
+    result = await LocalRunner(manager).run(job(repo))
+    assert (result.success, result.summary, result.exit_code) == (False, "tests do not pass", 0)
+
+
+async def test_run_fails_when_agent_exits_non_zero_without_result(manager: WorkspaceManager, repo: Path) -> None:
+    hand_over(manager, repo, "@@EXIT 3\n")
+    result = await LocalRunner(manager).run(job(repo))
+    assert result.success is False and result.exit_code == 3
+    assert "no .jervis/result.json" in result.summary
+
+
+async def test_run_fails_when_agent_exits_zero_without_result(manager: WorkspaceManager, repo: Path) -> None:
+    hand_over(manager, repo, "@@NO_RESULT\n" + file_block("a.py", "a = 1"))
+    result = await LocalRunner(manager).run(job(repo))
+    assert (result.success, result.exit_code) == (False, 0)
+    assert "no .jervis/result.json" in result.summary
+    assert result.changed_files == []
+
+
+async def test_run_fails_when_agent_claims_success_but_exits_non_zero(manager: WorkspaceManager,
+                                                                     repo: Path) -> None:
+    hand_over(manager, repo, file_block("a.py", "a = 1"))
+    runner = LocalRunner(manager, command=["sh", "-c", f"{shlex.join(AGENT)}; exit 2"])
+    result = await runner.run(job(repo))
+    assert (result.success, result.exit_code) == (False, 2)
+    assert "exited with code 2" in result.summary
+
+
+async def test_run_fails_and_kills_the_agent_when_it_times_out(manager: WorkspaceManager, repo: Path) -> None:
+    hand_over(manager, repo, "@@SLEEP 30\n")
+    lines: list[str] = []
+    started = time.monotonic()
+    running = asyncio.create_task(LocalRunner(manager).run(job(repo, timeout=1), on_log=lines.append))
+    pids = await wait_for_agent(repo, lines, "sleeping 30")
+    result = await running
+    assert time.monotonic() - started < 8
+    assert result.success is False and "timed out after 1 s" in result.summary
+    assert "sleeping 30s" in result.log_tail
+    assert not any(alive(pid) for pid in pids)
+    assert agent_pids(repo) == []
+
+
+async def test_cancelling_the_run_kills_the_agent_before_it_writes(manager: WorkspaceManager, repo: Path) -> None:
+    hand_over(manager, repo, "@@SLEEP 1\n" + file_block("late.txt", "written after the sleep"))
+    lines: list[str] = []
+    running = asyncio.create_task(LocalRunner(manager).run(job(repo), on_log=lines.append))
+    pids = await wait_for_agent(repo, lines, "sleeping 1")
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert not any(alive(pid) for pid in pids)
+    await asyncio.sleep(1.3)  # past the moment the agent would have written the file
+    assert not (repo / "late.txt").exists()
+    assert not (repo / ".jervis" / "result.json").exists()
+    assert agent_pids(repo) == []
+
+
+async def test_run_passes_every_output_line_to_on_log(manager: WorkspaceManager, repo: Path) -> None:
+    hand_over(manager, repo, file_block("a.py", "a = 1") + "\n" + file_block("b.py", "b = 2"))
+    lines: list[str] = []
+    result = await LocalRunner(manager).run(job(repo), on_log=lines.append)
+    assert lines[0].startswith("scripted agent: ") and lines[0].endswith("chars of instructions")
+    assert lines[1:] == ["wrote a.py", "wrote b.py"]
+    assert result.log_tail.splitlines() == lines
+
+
+async def test_run_gives_the_agent_its_job_in_the_environment(manager: WorkspaceManager, repo: Path) -> None:
+    hand_over(manager, repo, "")
+    command = ["sh", "-c", 'echo "$TASK_ID|$CLIENT_ID|$AGENT_TYPE|$ALLOW_GIT|$WORKSPACE_PATH|$EXTRA"; '
+                           f"exec {shlex.join(AGENT)}"]
+    lines: list[str] = []
+    await LocalRunner(manager, command=command, extra_env={"EXTRA": "yes"}).run(job(repo), on_log=lines.append)
+    assert lines[0] == f"t1|c1|aider|false|{repo}|yes"
+
+
+async def test_repo_has_no_commit_from_the_agent_step(manager: WorkspaceManager, repo: Path) -> None:
+    hand_over(manager, repo, file_block("a.py", "a = 1"))
+    await LocalRunner(manager).run(job(repo))
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"

@@ -1,0 +1,162 @@
+"""Workspaces on the shared volume (app/agents/workspace.py): path guard, hand-over files, cleanup."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.agents.workspace import AGENT_FILES, ResultFileError, WorkspaceError, WorkspaceManager
+from tests.support import git, make_git_repo
+
+HANDOVER_FILES = {"instructions.md", "task.json", "kb-context.md", "environment.json", "environment.md"}
+ENVIRONMENT = {"namespace": "env-webshop", "agentInstructions": "Use port 8080.",
+               "components": [{"name": "postgres", "type": "DATABASE", "host": "pg.svc", "image": "postgres:16",
+                               "ports": [{"container": 5432, "service": 5432}]}]}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "data"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def manager(root: Path) -> WorkspaceManager:
+    return WorkspaceManager(root)
+
+
+def prepare(manager: WorkspaceManager, workspace: Path, **overrides: object) -> Path:
+    args = {"instructions": "# Do it\n", "task": {"id": "t1", "client_id": "c1"}, "kb_context": "## KB\n- fact",
+            "environment": ENVIRONMENT} | overrides
+    return manager.prepare(workspace, **args)  # type: ignore[arg-type]
+
+
+def test_resolve_returns_the_path_under_data_root_when_path_is_relative(manager: WorkspaceManager,
+                                                                       root: Path) -> None:
+    assert manager.resolve("clients/c1/default") == root.resolve() / "clients/c1/default"
+
+
+def test_resolve_allows_dot_segments_that_stay_inside(manager: WorkspaceManager, root: Path) -> None:
+    assert manager.resolve("clients/./c1") == root.resolve() / "clients/c1"
+
+
+@pytest.mark.parametrize("path", ["..", "../other", "clients/../../etc", "a/../../b"])
+def test_resolve_raises_workspace_error_when_path_contains_dotdot(manager: WorkspaceManager, path: str) -> None:
+    with pytest.raises(WorkspaceError, match=r"\.\."):
+        manager.resolve(path)
+
+
+@pytest.mark.parametrize("path", ["/abs", "/", "", "a\x00b"])
+def test_resolve_raises_workspace_error_when_path_is_absolute_or_empty(manager: WorkspaceManager, path: str) -> None:
+    with pytest.raises(WorkspaceError, match="relative"):
+        manager.resolve(path)
+
+
+def test_resolve_raises_workspace_error_when_a_symlink_leads_outside(manager: WorkspaceManager, root: Path,
+                                                                     tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "clients").mkdir()
+    (root / "clients" / "evil").symlink_to(outside)
+    with pytest.raises(WorkspaceError, match="escapes"):
+        manager.resolve("clients/evil")
+    with pytest.raises(WorkspaceError, match="escapes"):
+        manager.resolve("clients/evil/deeper")
+
+
+def test_resolve_follows_a_symlink_that_stays_inside(manager: WorkspaceManager, root: Path) -> None:
+    target = root / "real" / "project"
+    target.mkdir(parents=True)
+    (root / "alias").symlink_to(root / "real")
+    assert manager.resolve("alias/project") == target.resolve()
+
+
+def test_prepare_writes_the_five_handover_files(manager: WorkspaceManager, root: Path) -> None:
+    workspace = root / "ws"
+    jervis = prepare(manager, workspace)
+    assert jervis == workspace / ".jervis"
+    assert {p.name for p in jervis.iterdir()} == HANDOVER_FILES
+    assert (jervis / "instructions.md").read_text() == "# Do it\n"
+    assert json.loads((jervis / "task.json").read_text()) == {"id": "t1", "client_id": "c1"}
+    assert (jervis / "kb-context.md").read_text() == "## KB\n- fact"
+    assert json.loads((jervis / "environment.json").read_text()) == ENVIRONMENT
+    environment_md = (jervis / "environment.md").read_text()
+    assert "Namespace: env-webshop" in environment_md and "**postgres** (DATABASE)" in environment_md
+    assert "Use port 8080." in environment_md
+
+
+def test_prepare_writes_placeholders_when_kb_and_environment_are_empty(manager: WorkspaceManager,
+                                                                       root: Path) -> None:
+    jervis = prepare(manager, root / "ws", kb_context="", environment=None)
+    assert (jervis / "kb-context.md").read_text() == "_No KB context available._\n"
+    assert json.loads((jervis / "environment.json").read_text()) == {}
+    assert (jervis / "environment.md").read_text() == "_No environment defined._\n"
+
+
+def test_prepare_removes_a_stale_result_of_an_earlier_step(manager: WorkspaceManager, root: Path) -> None:
+    jervis = prepare(manager, root / "ws")
+    (jervis / "result.json").write_text('{"success": true}')
+    prepare(manager, root / "ws", instructions="step 2")
+    assert not (jervis / "result.json").exists()
+    assert (jervis / "instructions.md").read_text() == "step 2"
+
+
+def test_prepare_excludes_agent_files_from_git_idempotently(manager: WorkspaceManager, root: Path) -> None:
+    repo = make_git_repo(root / "repo")
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude.write_text("# user's own rule\n*.log")  # no trailing newline on purpose
+    prepare(manager, repo)
+    prepare(manager, repo)
+    lines = exclude.read_text().splitlines()
+    assert lines[:2] == ["# user's own rule", "*.log"]
+    assert [line for line in lines[2:]] == [f"/{name}" for name in AGENT_FILES]
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text("{}")
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_prepare_does_not_create_git_metadata_in_a_plain_directory(manager: WorkspaceManager, root: Path) -> None:
+    prepare(manager, root / "plain")
+    assert not (root / "plain" / ".git").exists()
+
+
+def test_read_result_parses_camel_case_changed_files(manager: WorkspaceManager, root: Path) -> None:
+    jervis = prepare(manager, root / "ws")
+    (jervis / "result.json").write_text(json.dumps({"success": True, "summary": "ok", "changedFiles": ["a.py"]}))
+    result = manager.read_result(root / "ws")
+    assert (result.success, result.summary, result.changed_files) == (True, "ok", ["a.py"])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no .jervis/result.json"),
+        ("not json", "invalid .jervis/result.json"),
+        ('{"summary": "no success key"}', "invalid .jervis/result.json"),
+        ('{"success": "maybe"}', "invalid .jervis/result.json"),
+        ('{"success": true, "changedFiles": "a.py"}', "invalid .jervis/result.json"),
+        ("", "invalid .jervis/result.json"),
+    ],
+    ids=["missing", "not-json", "no-success", "bad-success", "files-not-list", "empty"],
+)
+def test_read_result_raises_result_file_error_when_result_is_missing_or_invalid(
+    manager: WorkspaceManager, root: Path, content: str | None, message: str
+) -> None:
+    jervis = prepare(manager, root / "ws")
+    if content is not None:
+        (jervis / "result.json").write_text(content)
+    with pytest.raises(ResultFileError, match=message):
+        manager.read_result(root / "ws")
+
+
+def test_cleanup_removes_the_handover_directory_and_keeps_the_work(manager: WorkspaceManager, root: Path) -> None:
+    workspace = root / "ws"
+    prepare(manager, workspace)
+    (workspace / "app.py").write_text("print('work')\n")
+    manager.cleanup(workspace)
+    assert not (workspace / ".jervis").exists()
+    assert (workspace / "app.py").read_text() == "print('work')\n"
+    manager.cleanup(workspace)  # nothing left to remove: no error

@@ -1,0 +1,213 @@
+"""The compiled graph in-process (app/graph/builder.py): in-memory checkpointer, real services on loopback.
+
+The LLM, KB and Kotlin are the fake servers, the context store is nx-27017, agents run through
+the LocalRunner with the built-in scripted agent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from app.agents.local import LocalRunner
+from app.agents.workspace import WorkspaceManager
+from app.clients.knowledge_base import KnowledgeBaseClient
+from app.clients.kotlin import KotlinClient
+from app.config import Settings
+from app.graph.builder import NODE_NAMES, build_graph
+from app.graph.context import RunContext
+from app.llm.provider import LitellmProvider
+from app.persistence.context_store import COLLECTION_NAME, ContextStore
+from app.runs.manager import initial_state
+from app.schemas.kotlin import OrchestrateRequest
+from tests.fixtures.llm_server import RecordedRequest, Reply
+from tests.support import advice_script, classification, code_task_script, git, make_git_repo, node_marker, \
+    orchestrate_body
+
+SPEC_NODES = {"intake", "evidence_pack", "respond", "plan", "plan_epic", "design", "select_goal", "plan_steps",
+              "execute_step", "evaluate", "advance_step", "advance_goal", "git_operations", "finalize"}
+REJECTED = "Plán byl zamítnut uživatelem; nic nebylo provedeno."
+
+
+def test_node_names_contain_every_node_of_the_spec() -> None:
+    assert SPEC_NODES <= NODE_NAMES
+    assert set(build_graph().nodes) == NODE_NAMES
+
+
+@pytest.fixture
+async def ctx(llm: Any, kb: Any, kotlin: Any, mongo_db: Any, tmp_path: Path) -> AsyncIterator[RunContext]:
+    settings = Settings(ollama_url=llm.url, local_model="test-model", heartbeat_dead_seconds=10,
+                        knowledgebase_url=kb.url, kotlin_server_url=kotlin.url, data_root=tmp_path,
+                        kb_timeout_seconds=2, response_language="cs")
+    store = ContextStore(mongo_db[COLLECTION_NAME])
+    await store.setup()
+    workspaces = WorkspaceManager(tmp_path)
+    async with httpx.AsyncClient() as http:
+        yield RunContext(
+            settings=settings, llm=LitellmProvider(settings),
+            kb=KnowledgeBaseClient(http, kb.url, kb.url, timeout=2), kotlin=KotlinClient(http, kotlin.url),
+            context_store=store, runner=LocalRunner(workspaces), workspaces=workspaces,
+        )
+        await store.drain()
+
+
+@pytest.fixture
+def graph() -> Any:
+    return build_graph().compile(checkpointer=InMemorySaver())
+
+
+def start(query: str, **overrides: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    request = OrchestrateRequest.model_validate(orchestrate_body(query=query, **overrides))
+    thread_id = f"thread-{request.task_id}-0000abcd"
+    return initial_state(request, thread_id), {"configurable": {"thread_id": thread_id}, "recursion_limit": 150}
+
+
+def matched(llm: Any) -> list[str | None]:
+    return [r.matched for r in llm.requests]
+
+
+async def nodes_of(graph: Any, value: Any, config: dict[str, Any], ctx: RunContext) -> list[str]:
+    """Names of the nodes that ran, in order (from the "updates" stream)."""
+    names = []
+    async for update in graph.astream(value, config, context=ctx, stream_mode="updates"):
+        names += list(update)
+    return names
+
+
+# --------------------------------------------------------------------- advice
+async def test_advice_run_answers_through_respond_and_finalize(graph: Any, ctx: RunContext, llm: Any,
+                                                               kb: Any) -> None:
+    kb.add_chunk("Jervis orchestrates coding agents", "doc:jervis", client_id="67a9b1c2d3e4f5a6b7c8d9e0")
+    llm.script(*advice_script("Jervis umí odpovídat na otázky."))
+    state, config = start("Co umí Jervis orchestrovat?")
+
+    result = await graph.ainvoke(state, config, context=ctx)
+
+    assert result["final_result"] == "Jervis umí odpovídat na otázky."
+    assert result["task_category"] == "advice" and result["artifacts"] == []
+    assert "__interrupt__" not in result and not result.get("error")
+    assert matched(llm) == ["intake", "respond"]
+    assert kb.requests, "intake and evidence_pack ask the KB"
+
+
+# ----------------------------------------------------------------------- epic
+def epic_script() -> list[Reply]:
+    goals = {"goals": [
+        {"id": "g1", "title": "Backend API", "description": "REST", "complexity": "medium", "dependencies": []},
+        {"id": "g2", "title": "Frontend", "description": "UI", "complexity": "simple", "dependencies": ["g1"]},
+        {"id": "g3", "title": "Docs", "description": "README", "complexity": "simple", "dependencies": ["g1"]},
+    ]}
+
+    def steps(request: RecordedRequest) -> str:
+        title = request.last_user.split("## Goal\n", 1)[1].split("\n", 1)[0]
+        return json.dumps({"steps": [{"instructions": f"Explain {title}", "step_type": "respond"}]})
+
+    def answer(request: RecordedRequest) -> str:
+        return request.last_user.split("## Step\nExplain ", 1)[1].split("\n", 1)[0] + " hotovo."
+
+    return [
+        Reply(match=node_marker("intake"), content=classification("epic", "code", "complex"), name="intake"),
+        Reply(match=node_marker("plan_epic"), content=json.dumps(goals), name="plan_epic"),
+        Reply(match=node_marker("plan_steps"), content=steps, name="plan_steps"),
+        Reply(match=node_marker("execute_step"), content=answer, name="execute_step"),
+    ]
+
+
+async def test_epic_run_interrupts_for_plan_approval_with_goal_and_wave_counts(graph: Any, ctx: RunContext,
+                                                                               llm: Any) -> None:
+    llm.script(*epic_script())
+    state, config = start("Postav webshop")
+
+    result = await graph.ainvoke(state, config, context=ctx)
+
+    [interrupt] = result["__interrupt__"]
+    payload = interrupt.value
+    assert (payload["type"], payload["action"]) == ("approval_request", "epic_plan")
+    assert (payload["goals_count"], payload["waves_count"]) == (3, 2)
+    assert payload["task_id"] == state["task"]["id"]
+    assert "1. Backend API" in payload["description"] and "2. Frontend (po: g1)" in payload["description"]
+    assert matched(llm) == ["intake", "plan_epic"]
+    assert (await graph.aget_state(config)).next == ("approve_plan",)
+
+
+@pytest.mark.parametrize(
+    "decision",
+    [{"approved": False, "reason": "ne", "modification": None},
+     {"approved": True, "reason": "neschvaluji", "modification": None}],  # Kotlin: contains "schval" → true
+    ids=["not-approved", "kotlin-approved-but-refused"],
+)
+async def test_epic_run_ends_with_rejection_when_plan_is_refused(graph: Any, ctx: RunContext, llm: Any,
+                                                                 decision: dict[str, Any]) -> None:
+    llm.script(*epic_script())
+    state, config = start("Postav webshop")
+    await graph.ainvoke(state, config, context=ctx)
+
+    nodes = await nodes_of(graph, Command(resume=decision), config, ctx)
+
+    final = (await graph.aget_state(config)).values
+    assert final["final_result"] == REJECTED
+    assert final["goals"] == [] and not final.get("step_results")
+    assert nodes == ["approve_plan", "finalize"]
+    assert matched(llm) == ["intake", "plan_epic"]
+
+
+async def test_epic_run_executes_goals_in_order_when_plan_is_approved(graph: Any, ctx: RunContext,
+                                                                      llm: Any) -> None:
+    llm.script(*epic_script())
+    state, config = start("Postav webshop")
+    await graph.ainvoke(state, config, context=ctx)
+
+    nodes = await nodes_of(graph, Command(resume={"approved": True, "reason": "ano", "modification": None}),
+                           config, ctx)
+
+    per_goal = ["select_goal", "plan_steps", "execute_step", "evaluate"]
+    assert nodes == ["approve_plan", *per_goal, "advance_goal", *per_goal, "advance_goal", *per_goal,
+                     "git_operations", "finalize"]
+    final = (await graph.aget_state(config)).values
+    assert final["final_result"] == "Backend API hotovo.\n\nFrontend hotovo.\n\nDocs hotovo."
+    assert [g["id"] for g in final["goals"]] == ["g1", "g2", "g3"]
+    assert [s["goal_id"] for s in final["goal_summaries"]] == ["g1", "g2"]
+    assert final["git_outcome"] == "no_changes"
+    second_plan = [r for r in llm.requests if r.matched == "plan_steps"][1]
+    assert "## Done in earlier goals\n- Backend API: Backend API hotovo." in second_plan.last_user
+    step_context = await ctx.context_store.list(state["task"]["id"], "goal")
+    assert [e.scope_key for e in step_context] == ["goal/0", "goal/1"]
+
+
+# ----------------------------------------------------------------------- code
+async def test_code_run_commits_the_agents_files_once_when_commit_is_approved(graph: Any, ctx: RunContext,
+                                                                              llm: Any, tmp_path: Path) -> None:
+    rel = "clients/c1/webshop"
+    repo = make_git_repo(tmp_path / rel)
+    llm.script(*code_task_script(summary="Hotovo: přidán endpoint."))
+    state, config = start("Přidej endpoint /health do API", workspace_path=rel)
+    task_id = state["task"]["id"]
+
+    result = await graph.ainvoke(state, config, context=ctx)
+
+    [interrupt] = result["__interrupt__"]
+    assert interrupt.value["action"] == "commit"
+    assert interrupt.value["changed_files"] == ["app/health.py"]
+    assert interrupt.value["branch"] == f"task/{task_id}"
+    assert (repo / "app/health.py").exists() and not (repo / ".jervis").exists()
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"  # nothing committed before approval
+
+    await graph.ainvoke(Command(resume={"approved": True, "reason": "ano, commitni to", "modification": None}),
+                        config, context=ctx)
+
+    final = (await graph.aget_state(config)).values
+    assert final["git_outcome"] == "committed" and final["branch"] == f"task/{task_id}"
+    assert final["final_result"] == f"Hotovo: přidán endpoint.\n\nZměny jsou commitnuté ve větvi task/{task_id}."
+    assert final["artifacts"] == ["app/health.py"]
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == f"task/{task_id}"
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "2"
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == ["app/health.py"]
+    assert f"Jervis-Thread: {state['thread_id']}" in git(repo, "log", "-1", "--format=%B")
+    assert final["commit_sha"] == git(repo, "rev-parse", "HEAD").strip()
