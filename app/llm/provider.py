@@ -94,60 +94,8 @@ class LitellmProvider:
                 if delta:
                     parts.append(delta)
         except BaseException:
-            await _close(stream)  # an abandoned stream would keep its connection open
+            await _close(stream)  # an abandoned (stalled) stream would keep its connection open
             raise
-
-    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT]) -> ModelT: ...
-
-
-class LitellmProvider:
-    """Local tier through Ollama's chat API (`ollama_chat/<model>`)."""
-
-    def __init__(self, settings: Settings) -> None:
-        self._model = f"ollama_chat/{settings.local_model}"
-        self._api_base = settings.ollama_url
-        self._heartbeat = settings.heartbeat_dead_seconds
-        self._max_tokens = settings.llm_max_output_tokens
-
-    async def complete(self, messages: Sequence[Message], *, json_mode: bool = False) -> str:
-        kwargs: dict[str, Any] = {
-            "model": self._model,
-            "api_base": self._api_base,
-            "messages": list(messages),
-            "stream": True,
-            "max_tokens": self._max_tokens,
-        }
-        if json_mode:
-            kwargs["response_format"] = {"type": "json_object"}
-        try:
-            async with asyncio.timeout(self._heartbeat):
-                stream = await litellm.acompletion(**kwargs)
-        except TimeoutError as exc:
-            raise HeartbeatTimeoutError(self._dead_message()) from exc
-        except Exception as exc:  # litellm maps transport failures to its own exception types
-            raise LlmError(f"LLM call failed: {exc}") from exc
-        return await self._collect(stream)
-
-    async def _collect(self, stream: Any) -> str:
-        parts: list[str] = []
-        try:
-            while True:
-                try:
-                    # A timeout per token, not per call: a model may stream for as long as it likes.
-                    async with asyncio.timeout(self._heartbeat):
-                        chunk = await stream.__anext__()
-                except StopAsyncIteration:
-                    break
-                except TimeoutError as exc:
-                    raise HeartbeatTimeoutError(self._dead_message()) from exc
-                except Exception as exc:
-                    raise LlmError(f"LLM stream failed: {exc}") from exc
-                delta = chunk.choices[0].delta.content if chunk.choices else None
-                if delta:
-                    parts.append(delta)
-        finally:
-            await _close(stream)
-        return "".join(parts)
 
     async def complete_json(self, messages: Sequence[Message], schema: type[ModelT]) -> ModelT:
         """JSON answer validated by `schema`; one repair round that shows the model its error."""

@@ -11,8 +11,8 @@ import pytest
 
 from tests.fixtures.llm_server import Reply
 from tests.support import (
-    advice_script, approval, classification, code_task_script, git, make_git_repo, new_task_id, node_marker,
-    orchestrate_body, wait_until,
+    advice_script, approval, classification, code_task_script, git, kotlin_rules, make_git_repo, new_task_id,
+    node_marker, orchestrate_body, wait_until,
 )
 
 PROGRESS_NODES = {"intake", "evidence_pack", "respond", "plan", "select_goal", "plan_steps", "execute_step",
@@ -271,3 +271,54 @@ def test_health_reports_dependencies(client) -> None:
     assert health["dependencies"]["mongodb"]["status"] == "ok"
     assert health["dependencies"]["llm"]["status"] == "ok"
     assert health["dependencies"]["knowledgebase"]["status"] == "ok"
+
+
+@pytest.mark.parametrize(("push_reason", "outcome"), [("ano, pushni", "pushed"), ("ne, nepushuj", "push_rejected")])
+def test_auto_push_asks_again_before_pushing(client, llm, kotlin, workspace, tmp_path, push_reason, outcome) -> None:
+    rel, repo = workspace
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    git(repo, "remote", "add", "origin", str(origin))
+    llm.script(*code_task_script())
+    body = orchestrate_body(workspace_path=rel, rules=kotlin_rules(auto_push=True))
+    thread_id = start(client, body)
+    branch = f"task/{body['task_id']}"
+
+    kotlin.wait_for_status(thread_id=thread_id, status="interrupted")
+    client.post(f"/approve/{thread_id}", json=approval(True, "ano"))
+    asked = wait_until(lambda: [s for s in kotlin.statuses
+                                if s["threadId"] == thread_id and s.get("interruptAction") == "push"], what="push")
+    assert branch in asked[0]["interruptDescription"]
+    client.post(f"/approve/{thread_id}", json=approval(True, push_reason))
+    done = kotlin.wait_for_status(thread_id=thread_id, status="done")
+
+    assert done["branch"] == branch
+    assert git(repo, "rev-list", "--count", branch).strip() == "2"  # committed exactly once
+    pushed = git(origin, "branch", "--list", branch).strip()
+    if outcome == "pushed":
+        assert pushed and "pushnuté" in done["summary"]
+    else:
+        assert not pushed and "Push byl zamítnut" in done["summary"]
+
+
+def test_blocking_orchestrate_returns_the_result(client, llm, kotlin) -> None:
+    llm.script(*advice_script("Blokující odpověď"))
+    body = orchestrate_body()
+
+    reply = client.post("/orchestrate", json=body).json()
+
+    assert reply["success"] is True and reply["summary"] == "Blokující odpověď"
+    assert reply["task_id"] == body["task_id"] and reply["thread_id"].startswith(f"thread-{body['task_id']}-")
+    assert reply["branch"] is None and reply["artifacts"] == [] and reply["step_results"] == []
+
+
+def test_blocking_orchestrate_reports_an_interrupt(client, llm, kotlin, workspace) -> None:
+    rel, _ = workspace
+    llm.script(*code_task_script())
+
+    reply = client.post("/orchestrate", json=orchestrate_body(workspace_path=rel)).json()
+
+    assert reply["status"] == "interrupted" and reply["interrupt"]["action"] == "commit"
+    assert reply["interrupt"]["changed_files"] == ["app/health.py"]
+    client.post(f"/cancel/{reply['thread_id']}")
+    assert kotlin.wait_for_status(thread_id=reply["thread_id"], status="error")["error"] == "Orchestrace zrušena uživatelem"

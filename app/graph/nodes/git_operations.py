@@ -41,13 +41,14 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
     if not await git.is_repo():
         return {"artifacts": files, "git_outcome": "not_a_repo"}
 
-    if rules.get("require_approval_commit", True):
-        decision = interrupt({
-            "type": "approval_request", "action": "commit",
-            "description": f"Commit {len(files)} změněných souborů do větve '{branch}'",
+    def user_approves(action: str, description: str) -> bool:
+        return is_approved(interrupt({
+            "type": "approval_request", "action": action, "description": description,
             "task_id": task["id"], "branch": branch, "changed_files": files,
-        })
-        if not is_approved(decision):
+        }))
+
+    if rules.get("require_approval_commit", True):
+        if not user_approves("commit", f"Commit {len(files)} změněných souborů do větve '{branch}'"):
             return {"branch": None, "artifacts": files, "git_outcome": "commit_rejected"}
     title = (state.get("goals") or [{}])[0].get("title") or task["query"][:72]
     try:
@@ -60,12 +61,7 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
     if not rules.get("auto_push", False):
         return result
     if rules.get("require_approval_push", True):
-        decision = interrupt({
-            "type": "approval_request", "action": "push",
-            "description": f"Push větve '{branch}' na vzdálený repozitář",
-            "task_id": task["id"], "branch": branch, "changed_files": files,
-        })
-        if not is_approved(decision):
+        if not user_approves("push", f"Push větve '{branch}' na vzdálený repozitář"):
             return result | {"git_outcome": "push_rejected"}
     try:
         await git.push(branch)

@@ -139,12 +139,15 @@ async def test_run_fails_and_kills_the_agent_when_it_times_out(manager: Workspac
     lines: list[str] = []
     started = time.monotonic()
     running = asyncio.create_task(LocalRunner(manager).run(job(repo, timeout=1), on_log=lines.append))
-    pids = await wait_for_agent(repo, lines, "sleeping 30")
+    seen: set[int] = set()
+    while not running.done():  # remember the agent's pid while it sleeps
+        seen.update(agent_pids(repo))
+        await asyncio.sleep(0.02)
     result = await running
     assert time.monotonic() - started < 8
     assert result.success is False and "timed out after 1 s" in result.summary
     assert "sleeping 30s" in result.log_tail
-    assert not any(alive(pid) for pid in pids)
+    assert seen and not any(alive(pid) for pid in seen)
     assert agent_pids(repo) == []
 
 
@@ -181,7 +184,7 @@ async def test_run_gives_the_agent_its_job_in_the_environment(manager: Workspace
     assert lines[0] == f"t1|c1|aider|false|{repo}|yes"
 
 
-async def test_repo_has_no_commit_from_the_agent_step(manager: WorkspaceManager, repo: Path) -> None:
+async def test_run_leaves_no_commit_when_the_agent_changes_files(manager: WorkspaceManager, repo: Path) -> None:
     hand_over(manager, repo, file_block("a.py", "a = 1"))
     await LocalRunner(manager).run(job(repo))
     assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"

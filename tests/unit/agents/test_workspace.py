@@ -112,7 +112,7 @@ def test_prepare_excludes_agent_files_from_git_idempotently(manager: WorkspaceMa
     prepare(manager, repo)
     lines = exclude.read_text().splitlines()
     assert lines[:2] == ["# user's own rule", "*.log"]
-    assert [line for line in lines[2:]] == [f"/{name}" for name in AGENT_FILES]
+    assert lines[2:] == [f"/{name}" for name in AGENT_FILES]
     (repo / ".claude").mkdir()
     (repo / ".claude" / "settings.json").write_text("{}")
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""

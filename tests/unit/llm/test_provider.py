@@ -92,6 +92,7 @@ async def test_complete_raises_heartbeat_timeout_when_stream_stalls(provider: Li
         await provider.complete(MESSAGES)
     elapsed = time.monotonic() - started
     assert 0.9 <= elapsed <= 2.5, elapsed
+    llm.wait_for_in_flight(0, timeout=3)  # the abandoned stream was closed, the server let go of it
 
 
 async def test_complete_raises_heartbeat_timeout_when_first_token_never_comes(provider: LitellmProvider,
@@ -101,6 +102,7 @@ async def test_complete_raises_heartbeat_timeout_when_first_token_never_comes(pr
     with pytest.raises(HeartbeatTimeoutError):
         await provider.complete(MESSAGES)
     assert time.monotonic() - started <= 2.5
+    llm.wait_for_in_flight(0, timeout=3)
 
 
 def test_heartbeat_timeout_is_an_llm_error_and_a_timeout() -> None:
