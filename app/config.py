@@ -63,6 +63,11 @@ class Settings(BaseSettings):
     lock_heartbeat_seconds: float = 10.0
     lock_stale_seconds: float = 300.0
     pod_id: str = Field(default_factory=_default_pod_id)
+    #: How often a pod looks for runs orphaned by a dead pod (and adopts them).
+    recovery_interval_seconds: float = 30.0
+    #: On SIGTERM, running nodes get this long to finish; then the run is suspended (left
+    #: `running` in MongoDB) and another pod, or this one after its restart, continues it.
+    shutdown_grace_seconds: float = 20.0
 
     context_ttl_days: int = 30
     recursion_limit: int = 150

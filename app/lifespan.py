@@ -84,6 +84,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                              runs=run_store, kotlin=kotlin, events=events, workspaces=workspaces)
         stack.push_async_callback(context_store.drain)
         stack.push_async_callback(manager.shutdown)
+        await manager.start_recovery()
         health = HealthChecker(settings=settings, mongo=mongo, http=http, kb=kb, runs=manager)
         app.state.services = Services(settings=settings, runs=manager, events=events, health=health,
                                       kotlin=kotlin, context_store=context_store)

@@ -207,6 +207,18 @@ class OrchestrationLock:
             }
         )
 
+    async def release_pod(self) -> int:
+        """Free every slot this pod id still holds: called at start-up, when no run of ours can
+        be alive (a restarted container keeps its pod id). Returns how many were freed."""
+        result = await self._collection.update_many(
+            {"_id": {"$in": self.slot_ids}, "locked_by": self.pod_id},
+            {"$set": {"locked_by": None, "thread_id": None}},
+        )
+        if result.modified_count:
+            logger.warning("released %d orchestration slot(s) left by an earlier life of pod %s",
+                           result.modified_count, self.pod_id)
+        return result.modified_count
+
     async def slots_state(self) -> list[Document]:
         """One entry per configured slot, in slot order, for /health:
         ``{slot_id, locked_by, thread_id, locked_at, stale}``."""

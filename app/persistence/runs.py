@@ -76,6 +76,15 @@ class RunStore:
         )
         return result.matched_count > 0
 
+    async def claim(self, thread_id: str, *, from_pod: str | None, to_pod: str) -> bool:
+        """Atomically move a running run from a dead pod to this one: of several pods that try
+        to recover the same run, exactly one wins."""
+        doc = await self._collection.find_one_and_update(
+            {"_id": thread_id, "status": "running", "pod_id": from_pod},
+            {"$set": {"pod_id": to_pod, "updated_at": self._clock()}},
+        )
+        return doc is not None
+
     async def get(self, thread_id: str) -> RunRecord | None:
         doc = await self._collection.find_one({"_id": thread_id})
         return _record(doc) if doc is not None else None

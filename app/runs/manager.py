@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 CANCELLED_MESSAGE = "Orchestrace zrušena uživatelem"
 RESTARTED_MESSAGE = "Orchestrace přerušena restartem služby — spusťte úlohu znovu"
 BUSY_MESSAGE = "Orchestrator busy – another orchestration is running"
+SUSPENDED_MESSAGE = "Orchestrace pozastavena (restart služby); bude obnovena z posledního checkpointu"
 
 
 @dataclass
@@ -104,6 +105,7 @@ class RunManager:
         self._slots = asyncio.Semaphore(settings.max_concurrent_orchestrations)
         self._active: dict[str, ActiveRun] = {}
         self._accepting = True
+        self._recovery: asyncio.Task[None] | None = None
 
     @property
     def busy(self) -> bool:
@@ -192,9 +194,8 @@ class RunManager:
             return status_reply(thread_id, "unknown")
         match record.status:
             case "running":
-                if await self._lock.holder(thread_id):
-                    return status_reply(thread_id, "running")
-                return status_reply(thread_id, "error", error=RESTARTED_MESSAGE)
+                # Either it runs on some pod, or its pod died and recovery adopts it shortly.
+                return status_reply(thread_id, "running")
             case "interrupted":
                 return status_reply(thread_id, "interrupted", interrupt_action=record.interrupt_action or "unknown",
                                     interrupt_description=record.interrupt_description or "")
@@ -203,6 +204,54 @@ class RunManager:
                                     artifacts=record.artifacts)
             case _:
                 return status_reply(thread_id, "error", error=record.error or "unknown error")
+
+    # --- crash recovery ----------------------------------------------------------------------
+
+    async def start_recovery(self) -> None:
+        """Free slots an earlier life of this pod left behind, then keep adopting orphaned runs."""
+        await self._lock.release_pod()
+        self._recovery = asyncio.create_task(self._recover_forever(), name="run-recovery")
+
+    async def _recover_forever(self) -> None:
+        while self._accepting:
+            try:
+                await self.recover_orphans()
+            except Exception:
+                log.exception("run recovery failed; trying again later")
+            await asyncio.sleep(self._settings.recovery_interval_seconds)
+
+    async def recover_orphans(self) -> list[str]:
+        """Continue runs left `running` by a pod that is gone, from their last checkpoint.
+
+        A run is an orphan when no live lock slot holds it (its pod died or shut down) or when
+        it belongs to this pod but does not run here (we restarted). Claiming is atomic, so
+        several pods never adopt the same run.
+        """
+        adopted: list[str] = []
+        me = self._settings.pod_id
+        for record in await self._runs.list_by_status("running"):
+            thread_id = record.thread_id
+            if thread_id in self._active or (record.pod_id != me and await self._lock.holder(thread_id)):
+                continue
+            try:
+                lease = await self._admit(thread_id)
+            except RunBusyError:
+                break  # no free slot now; the next round tries again
+            if not await self._runs.claim(thread_id, from_pod=record.pod_id, to_pod=me):
+                await lease.release()
+                self._slots.release()
+                continue
+            snapshot = await self._graph.aget_state(self._driver.config(thread_id))
+            run = ActiveRun(RunIdentity(thread_id, record.task_id, record.client_id))
+            if not snapshot.values:  # died before its first checkpoint: nothing to continue
+                self._active[thread_id] = run
+                await self._close(run, lease, RunOutcome(status="error", error=RESTARTED_MESSAGE),
+                                  self._events.log(thread_id))
+                continue
+            log.warning("adopting orphaned run %s (was on pod %s)", thread_id, record.pod_id)
+            self._spawn(run, lease, None, known=snapshot.values)
+            adopted.append(thread_id)
+        return adopted
 
     # --- run tasks -------------------------------------------------------------------------
 
@@ -227,13 +276,19 @@ class RunManager:
             finally:
                 await bookkeeping
         except asyncio.CancelledError:
-            reason = CANCELLED_MESSAGE if run.cancel_requested else "Orchestrace přerušena (ztráta zámku nebo vypnutí služby)"
-            outcome = RunOutcome(status="error", error=reason)
+            if not run.cancel_requested:  # shutdown or a lost lock: the run is not over
+                watcher.cancel()
+                return await self._suspend(run, lease, events)
+            outcome = RunOutcome(status="error", error=CANCELLED_MESSAGE)
         except Exception as exc:  # every failure must reach Kotlin as an error status
             log.exception("orchestration %s failed", identity.thread_id)
             outcome = RunOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
         finally:
             watcher.cancel()
+        await self._close(run, lease, outcome, events)
+        return outcome
+
+    async def _close(self, run: ActiveRun, lease: LockLease, outcome: RunOutcome, events: EventLog) -> None:
         run.outcome = outcome
         try:
             # Free the slots before telling Kotlin: it dispatches the next task as soon as it
@@ -241,13 +296,27 @@ class RunManager:
             await lease.release()
         finally:
             self._slots.release()
-            self._announce(identity, outcome, events)
+            self._announce(run.identity, outcome, events)
             events.close()
             try:
-                await self._record_outcome(identity, outcome)
+                await self._record_outcome(run.identity, outcome)
             finally:
-                self._active.pop(identity.thread_id, None)
-        return outcome
+                self._active.pop(run.identity.thread_id, None)
+
+    async def _suspend(self, run: ActiveRun, lease: LockLease, events: EventLog) -> RunOutcome:
+        """Leave the run `running` in MongoDB, owned by this pod, and free its slot: recovery
+        (this pod after a restart, or any other pod) continues it from its last checkpoint.
+        Kotlin hears nothing, so the task is not failed for a deployment."""
+        thread_id = run.identity.thread_id
+        log.warning("suspending %s: it will be resumed from its last checkpoint", thread_id)
+        try:
+            await lease.release()
+        finally:
+            self._slots.release()
+            self._active.pop(thread_id, None)
+            events.publish("suspended", {"message": SUSPENDED_MESSAGE})
+            events.close()
+        return RunOutcome(status="error", error=SUSPENDED_MESSAGE)
 
     async def _mark_running(self, identity: RunIdentity, record: RunRecord | None) -> None:
         try:
@@ -289,13 +358,17 @@ class RunManager:
             "artifacts": outcome.artifacts, "interrupt": outcome.interrupt,
         })
 
-    async def shutdown(self, grace_seconds: float = 30.0) -> None:
+    async def shutdown(self, grace_seconds: float | None = None) -> None:
         """Stop taking work; give running nodes time to reach a checkpoint, then cancel."""
         self._accepting = False
+        if self._recovery is not None:
+            self._recovery.cancel()
+            await asyncio.gather(self._recovery, return_exceptions=True)
         tasks = [run.task for run in self._active.values() if run.task is not None]
         if not tasks:
             return
-        _, pending = await asyncio.wait(tasks, timeout=grace_seconds)
+        grace = self._settings.shutdown_grace_seconds if grace_seconds is None else grace_seconds
+        _, pending = await asyncio.wait(tasks, timeout=grace)
         for task in pending:
             task.cancel()
         with contextlib.suppress(Exception):

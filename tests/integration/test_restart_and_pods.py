@@ -10,7 +10,6 @@ import pytest
 from tests.fixtures.llm_server import Reply
 from tests.support import (
     approval, classification, code_task_script, git, make_git_repo, new_task_id, node_marker, orchestrate_body,
-    wait_until,
 )
 
 pytestmark = pytest.mark.slow
@@ -61,18 +60,66 @@ def test_two_pods_share_one_orchestration_slot(service_factory, llm, kotlin) -> 
         assert kotlin.wait_for_status(thread_id=accepted.json()["thread_id"], status="done")["summary"] == "B běží"
 
 
-def test_run_of_a_crashed_process_reports_error_on_status(service_factory, llm, kotlin) -> None:
-    llm.script(Reply(match=node_marker("intake"), content=classification(), delay_before=30))
-    crashed = service_factory(lock_stale_seconds=2, lock_heartbeat_seconds=0.5).start()
-    with crashed.client() as client:
-        thread_id = client.post("/orchestrate/stream", json=orchestrate_body()).json()["thread_id"]
-    kotlin.wait_for_progress(node="intake")
-    crashed.kill()
+def slow_then_fast_respond(answer: str) -> list[Reply]:
+    """intake and evidence are instant; the first respond call hangs (the pod dies in it)."""
+    return [
+        Reply(match=node_marker("intake"), content=classification(), name="intake"),
+        Reply(match=node_marker("respond"), content="never", delay_before=60, times=1, name="respond-slow"),
+        Reply(match=node_marker("respond"), content=answer, name="respond"),
+    ]
 
-    survivor = service_factory(env={**crashed.env, "POD_ID": "survivor"}).start()
+
+def nodes_of(kotlin: Any, task_id: str) -> list[str]:
+    return [p["node"] for p in kotlin.progress if p["taskId"] == task_id]
+
+
+def test_crashed_pod_restarting_with_its_id_continues_from_the_checkpoint(service_factory, llm, kotlin) -> None:
+    llm.script(*slow_then_fast_respond("Po restartu"))
+    pod = service_factory(pod_id="orchestrator-0").start()
+    body = orchestrate_body()
+    with pod.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
+    kotlin.wait_for_progress(node="respond", task_id=body["task_id"])
+    pod.kill()
+
+    restarted = service_factory(env=pod.env).start()  # same POD_ID, its old slot is still "fresh"
+    done = kotlin.wait_for_status(thread_id=thread_id, status="done")
+
+    assert done["summary"] == "Po restartu"
+    assert nodes_of(kotlin, body["task_id"]) == ["intake", "evidence_pack", "respond", "respond", "finalize"]
+    with restarted.client() as client:
+        assert client.get(f"/status/{thread_id}").json()["status"] == "done"
+    assert not [s for s in kotlin.statuses if s["threadId"] == thread_id and s["status"] == "error"]
+
+
+def test_run_of_a_dead_pod_is_adopted_by_another_pod(service_factory, llm, kotlin) -> None:
+    llm.script(*slow_then_fast_respond("Adoptováno"))
+    dead = service_factory(lock_stale_seconds=2, lock_heartbeat_seconds=0.5).start()
+    body = orchestrate_body()
+    with dead.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
+    kotlin.wait_for_progress(node="respond", task_id=body["task_id"])
+    dead.kill()
+
+    survivor = service_factory(env={**dead.env, "POD_ID": "survivor", "RECOVERY_INTERVAL_SECONDS": "0.5"}).start()
     with survivor.client() as client:
-        # Until the dead pod's lock goes stale (2 s) the run still counts as running.
-        status = wait_until(lambda: (s := client.get(f"/status/{thread_id}").json())["status"] != "running" and s,
-                            timeout=10, what="stale lock")
-        assert status["status"] == "error" and "restart" in status["error"]
-        assert client.post("/orchestrate/stream", json=orchestrate_body()).status_code == 200
+        assert client.get(f"/status/{thread_id}").json()["status"] == "running"  # adoption pending
+        done = kotlin.wait_for_status(thread_id=thread_id, status="done", timeout=30)
+
+    assert done["summary"] == "Adoptováno"
+    assert nodes_of(kotlin, body["task_id"]).count("intake") == 1
+
+
+def test_graceful_shutdown_suspends_the_run_for_another_pod(service_factory, llm, kotlin) -> None:
+    llm.script(*slow_then_fast_respond("Pokračuje jinde"))
+    leaving = service_factory(shutdown_grace_seconds=0.5).start()
+    body = orchestrate_body()
+    with leaving.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
+    kotlin.wait_for_progress(node="respond", task_id=body["task_id"])
+    leaving.stop()  # SIGTERM
+
+    assert not [s for s in kotlin.statuses if s["threadId"] == thread_id]  # Kotlin is not told to fail it
+    service_factory(env={**leaving.env, "POD_ID": "next", "RECOVERY_INTERVAL_SECONDS": "0.5"}).start()
+    done = kotlin.wait_for_status(thread_id=thread_id, status="done", timeout=30)
+    assert done["summary"] == "Pokračuje jinde"

@@ -211,3 +211,21 @@ async def test_code_run_commits_the_agents_files_once_when_commit_is_approved(gr
     assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == ["app/health.py"]
     assert f"Jervis-Thread: {state['thread_id']}" in git(repo, "log", "-1", "--format=%B")
     assert final["commit_sha"] == git(repo, "rev-parse", "HEAD").strip()
+
+
+async def test_epic_run_asks_for_plan_approval_when_llm_repeats_a_goal_id(graph: Any, ctx: RunContext,
+                                                                          llm: Any) -> None:
+    # Small local models number goals carelessly; a repeated id must not crash the run.
+    goals = {"goals": [{"id": "1", "title": "Backend", "dependencies": []},
+                       {"id": "1", "title": "Frontend", "dependencies": []},
+                       {"id": "2", "title": "Docs", "dependencies": ["1"]}]}
+    llm.script(Reply(match=node_marker("intake"), content=classification("epic", "code", "complex")),
+               Reply(match=node_marker("plan_epic"), content=json.dumps(goals)))
+    state, config = start("Postav webshop")
+
+    result = await graph.ainvoke(state, config, context=ctx)
+
+    [interrupt] = result["__interrupt__"]
+    assert interrupt.value["action"] == "epic_plan"
+    assert interrupt.value["goals_count"] == 3
+    assert "2. Frontend" in interrupt.value["description"]
