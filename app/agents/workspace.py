@@ -43,7 +43,9 @@ class WorkspaceManager:
         if ".." in Path(workspace_path).parts:
             raise WorkspaceError("workspace_path must not contain '..'")
         resolved = (self.root / workspace_path).resolve()
-        if resolved != self.root and not resolved.is_relative_to(self.root):
+        if resolved == self.root:
+            raise WorkspaceError("workspace_path must name a directory below DATA_ROOT, not DATA_ROOT itself")
+        if not resolved.is_relative_to(self.root):
             raise WorkspaceError("workspace_path escapes DATA_ROOT (symlink?)")
         return resolved
 

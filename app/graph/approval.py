@@ -23,8 +23,12 @@ _REFUSAL = re.compile(
 )
 
 
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u00b4": "'", "`": "'"})
+
+
 def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.lower())
+    """Lower case, no diacritics, one kind of apostrophe (phones type "don’t")."""
+    decomposed = unicodedata.normalize("NFKD", text.lower().translate(_APOSTROPHES))
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 

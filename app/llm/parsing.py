@@ -13,11 +13,12 @@ class JsonParseError(ValueError):
     """The model's answer holds no JSON object we can read."""
 
 
-def _balanced_object(text: str) -> str | None:
-    """The first balanced `{...}` in text, honouring strings, or None."""
+def _balanced_objects(text: str) -> list[str]:
+    """Every balanced `{...}` span in text (outermost, honouring strings), in order."""
+    spans: list[str] = []
     start = text.find("{")
     while start != -1:
-        depth, in_string, escaped = 0, False, False
+        depth, in_string, escaped, end = 0, False, False, -1
         for pos in range(start, len(text)):
             char = text[pos]
             if in_string:
@@ -34,27 +35,39 @@ def _balanced_object(text: str) -> str | None:
             elif char == "}":
                 depth -= 1
                 if depth == 0:
-                    return text[start : pos + 1]
+                    end = pos
+                    break
+        if end == -1:
+            break
+        spans.append(text[start : end + 1])
         start = text.find("{", start + 1)
-    return None
+    return spans
+
+
+def _loads(candidate: str) -> Any:
+    return json.loads(candidate, strict=False)
 
 
 def parse_json_object(text: str) -> dict[str, Any]:
-    """Parse a JSON object from bare JSON, a fenced block, or JSON embedded in prose."""
-    candidates = [text.strip(), *(m.strip() for m in _FENCE.findall(text))]
-    embedded = _balanced_object(text)
-    if embedded:
-        candidates.append(embedded)
-    last_error: Exception | None = None
-    for candidate in candidates:
+    """Parse a JSON object from bare JSON, a fenced block, or JSON embedded in prose.
+
+    Valid JSON that is not an object (say, a list of goals) is an error, not its first element.
+    """
+    for candidate in (text.strip(), *(m.strip() for m in _FENCE.findall(text))):
         if not candidate:
             continue
         try:
-            value = json.loads(candidate, strict=False)
-        except json.JSONDecodeError as exc:
-            last_error = exc
+            value = _loads(candidate)
+        except json.JSONDecodeError:
             continue
         if isinstance(value, dict):
             return value
-        last_error = JsonParseError(f"expected a JSON object, got {type(value).__name__}")
-    raise JsonParseError(f"no JSON object in model output: {last_error}")
+        raise JsonParseError(f"expected a JSON object, got {type(value).__name__}")
+    for candidate in _balanced_objects(text):
+        try:
+            value = _loads(candidate)
+        except json.JSONDecodeError:
+            continue  # braces in prose, e.g. "the {goals} list"; try the next span
+        if isinstance(value, dict):
+            return value
+    raise JsonParseError("no JSON object in model output")

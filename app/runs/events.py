@@ -91,11 +91,10 @@ class EventHub:
         log = self._logs.get(thread_id)
         if log is None:
             log = self._logs[thread_id] = EventLog(self._capacity)
-            while len(self._logs) > self._max_threads:
-                oldest, candidate = next(iter(self._logs.items()))
-                if candidate.active:
-                    break
-                del self._logs[oldest]
+            if len(self._logs) > self._max_threads:
+                idle = [tid for tid, entry in self._logs.items() if not entry.active and tid != thread_id]
+                for stale in idle[: len(self._logs) - self._max_threads]:
+                    del self._logs[stale]
         self._logs.move_to_end(thread_id)
         return log
 

@@ -126,6 +126,19 @@ class Goal(_Lenient):
 class GoalPlan(_Lenient):
     goals: list[Goal] = Field(min_length=1)
 
+    @field_validator("goals")
+    @classmethod
+    def _unique_ids(cls, goals: list[Goal]) -> list[Goal]:
+        """Models repeat ids; a repeated one gets a suffix so dependencies stay unambiguous."""
+        seen: set[str] = set()
+        for goal in goals:
+            base, n = goal.id, 2
+            while goal.id in seen:
+                goal.id = f"{base}-{n}"
+                n += 1
+            seen.add(goal.id)
+        return goals
+
 
 class StepPlan(_Lenient):
     steps: list[CodingStep] = Field(min_length=1)

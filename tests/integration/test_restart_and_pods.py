@@ -10,6 +10,7 @@ import pytest
 from tests.fixtures.llm_server import Reply
 from tests.support import (
     approval, classification, code_task_script, git, make_git_repo, new_task_id, node_marker, orchestrate_body,
+    wait_until,
 )
 
 pytestmark = pytest.mark.slow
@@ -69,6 +70,11 @@ def slow_then_fast_respond(answer: str) -> list[Reply]:
     ]
 
 
+def wait_for_slow_respond(llm: Any) -> None:
+    """The dying pod must be inside its LLM call (not just past the progress push)."""
+    wait_until(lambda: any(r.matched == "respond-slow" for r in llm.requests), what="the slow respond call")
+
+
 def nodes_of(kotlin: Any, task_id: str) -> list[str]:
     return [p["node"] for p in kotlin.progress if p["taskId"] == task_id]
 
@@ -79,7 +85,7 @@ def test_crashed_pod_restarting_with_its_id_continues_from_the_checkpoint(servic
     body = orchestrate_body()
     with pod.client() as client:
         thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
-    kotlin.wait_for_progress(node="respond", task_id=body["task_id"])
+    wait_for_slow_respond(llm)
     pod.kill()
 
     restarted = service_factory(env=pod.env).start()  # same POD_ID, its old slot is still "fresh"
@@ -98,7 +104,7 @@ def test_run_of_a_dead_pod_is_adopted_by_another_pod(service_factory, llm, kotli
     body = orchestrate_body()
     with dead.client() as client:
         thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
-    kotlin.wait_for_progress(node="respond", task_id=body["task_id"])
+    wait_for_slow_respond(llm)
     dead.kill()
 
     survivor = service_factory(env={**dead.env, "POD_ID": "survivor", "RECOVERY_INTERVAL_SECONDS": "0.5"}).start()
@@ -116,7 +122,7 @@ def test_graceful_shutdown_suspends_the_run_for_another_pod(service_factory, llm
     body = orchestrate_body()
     with leaving.client() as client:
         thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
-    kotlin.wait_for_progress(node="respond", task_id=body["task_id"])
+    wait_for_slow_respond(llm)
     leaving.stop()  # SIGTERM
 
     assert not [s for s in kotlin.statuses if s["threadId"] == thread_id]  # Kotlin is not told to fail it

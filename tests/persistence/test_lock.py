@@ -210,3 +210,16 @@ def test_invalid_configuration_is_rejected() -> None:
         OrchestrationLock(None, pod_id="p", slots=0)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         OrchestrationLock(None, pod_id="p", slots=1, heartbeat_seconds=300, stale_seconds=300)  # type: ignore[arg-type]
+
+
+async def test_release_pod_frees_only_the_slots_of_that_pod(mongo_db: Db) -> None:
+    mine, other = make_lock(mongo_db, "restarted-pod", slots=3), make_lock(mongo_db, "other-pod", slots=3)
+    await mine.setup()
+    leases = [await mine.acquire("thread-a"), await other.acquire("thread-b")]
+    for lease in leases:  # simulate a crash: no release, no heartbeat
+        lease._heartbeat.cancel()
+
+    assert await make_lock(mongo_db, "restarted-pod", slots=3).release_pod() == 1
+    assert await other.holder("thread-b") is not None
+    assert await mine.holder("thread-a") is None
+    assert await mine.acquire("thread-c") is not None

@@ -93,3 +93,17 @@ async def test_setup_indexes_status_and_task_id(runs: RunStore, mongo_db: Db) ->
     await runs.setup()  # idempotent
     keys = {tuple(name for name, _ in info["key"]) for info in (await mongo_db[COLLECTION_NAME].index_information()).values()}
     assert {("status",), ("task_id",)} <= keys
+
+
+async def test_claim_moves_a_running_run_to_the_new_pod_exactly_once(runs: RunStore) -> None:
+    await runs.create(record("thread-orphan", pod_id="dead-pod"))
+
+    results = [await runs.claim("thread-orphan", from_pod="dead-pod", to_pod=pod) for pod in ("pod-a", "pod-b")]
+
+    assert results == [True, False]
+    assert (await runs.get("thread-orphan")).pod_id == "pod-a"
+
+
+async def test_claim_refuses_a_run_that_is_not_running(runs: RunStore) -> None:
+    await runs.create(record("thread-done", status="done", pod_id="dead-pod"))
+    assert await runs.claim("thread-done", from_pod="dead-pod", to_pod="pod-a") is False

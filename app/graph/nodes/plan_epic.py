@@ -18,8 +18,10 @@ from app.schemas.domain import GoalPlan
 def dependency_waves(goals: list[dict[str, Any]]) -> list[list[str]]:
     """Goal ids grouped in waves: a goal runs after every goal it depends on. Unknown or
     cyclic dependencies are put in a last wave instead of blocking the plan."""
-    ids = [g["id"] for g in goals]
-    pending = {g["id"]: {d for d in g.get("dependencies", []) if d in ids and d != g["id"]} for g in goals}
+    ids = list(dict.fromkeys(g["id"] for g in goals))
+    pending: dict[str, set[str]] = {}
+    for goal in goals:  # a dependency on an unknown id never resolves: such goals go last
+        pending.setdefault(goal["id"], set()).update(d for d in goal.get("dependencies", []) if d != goal["id"])
     waves: list[list[str]] = []
     done: set[str] = set()
     while pending:

@@ -160,3 +160,10 @@ def test_cleanup_removes_the_handover_directory_and_keeps_the_work(manager: Work
     assert not (workspace / ".jervis").exists()
     assert (workspace / "app.py").read_text() == "print('work')\n"
     manager.cleanup(workspace)  # nothing left to remove: no error
+
+
+@pytest.mark.parametrize("path", [".", "./", "clients/.."])
+def test_resolve_rejects_data_root_itself(tmp_path: Path, path: str) -> None:
+    manager = WorkspaceManager(tmp_path)
+    with pytest.raises(WorkspaceError):
+        manager.resolve(path)

@@ -103,3 +103,13 @@ def test_hub_never_forgets_an_active_log() -> None:
     assert hub.get("running") is active
     active.publish("node_start", {})
     assert hub.log("running").last_id == 1
+
+
+def test_hub_forgets_newer_idle_logs_when_the_oldest_is_active() -> None:
+    hub = EventHub(capacity=10, max_threads=2)
+    hub.log("running").open()
+    hub.log("idle-1")
+    hub.log("idle-2")
+    hub.log("idle-3")
+    assert hub.get("running") is not None and hub.get("idle-3") is not None
+    assert hub.get("idle-1") is None and hub.get("idle-2") is None
