@@ -8,6 +8,8 @@ defaults to `.data/workspaces`. Everything else comes from the environment as in
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from pathlib import Path
 
 import uvicorn
@@ -26,6 +28,9 @@ def main() -> None:
         embedded = EmbeddedMongo(data_dir=base / "mongo", work_dir=base)
         os.environ["MONGODB_URL"] = embedded.start()
         print(f"embedded MongoDB (nx-27017) at {os.environ['MONGODB_URL']}, data in {base / 'mongo'}", flush=True)
+    # uvicorn re-raises SIGTERM after its graceful shutdown; with the default handler that would
+    # kill this process before `finally` stops the embedded database.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         uvicorn.run("app.main:app", host=os.environ.get("HOST", "0.0.0.0"), port=int(os.environ.get("PORT", "8090")))
     finally:

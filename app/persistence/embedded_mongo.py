@@ -6,8 +6,10 @@ tests (a real wire-protocol server, real pymongo). Production points at a real M
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -142,6 +144,7 @@ class EmbeddedMongo:
                 stdin=subprocess.DEVNULL,
                 stdout=self._output,
                 stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
             )
         except OSError as exc:
             self._close_output()
@@ -216,3 +219,15 @@ class EmbeddedMongo:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _die_with_parent() -> None:
+    """Linux: the server gets SIGTERM when its parent dies, even by SIGKILL, so a killed
+    service or test run leaves no database process behind. Elsewhere a no-op."""
+    if sys.platform != "linux":
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass

@@ -19,9 +19,10 @@ from typing import Any
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
-from app.agents.workspace import WorkspaceManager
+from app.agents.workspace import WorkspaceError, WorkspaceManager
 from app.clients.kotlin import KotlinClient
 from app.config import Settings
+from app.llm.provider import LlmError
 from app.persistence.lock import LockLease, OrchestrationLock
 from app.persistence.runs import RunRecord, RunStore
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
@@ -280,6 +281,9 @@ class RunManager:
                 watcher.cancel()
                 return await self._suspend(run, lease, events)
             outcome = RunOutcome(status="error", error=CANCELLED_MESSAGE)
+        except (LlmError, WorkspaceError) as exc:  # expected failures: one line, no traceback
+            log.warning("orchestration %s failed: %s", identity.thread_id, exc)
+            outcome = RunOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # every failure must reach Kotlin as an error status
             log.exception("orchestration %s failed", identity.thread_id)
             outcome = RunOutcome(status="error", error=f"{type(exc).__name__}: {exc}")

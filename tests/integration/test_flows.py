@@ -322,3 +322,59 @@ def test_blocking_orchestrate_reports_an_interrupt(client, llm, kotlin, workspac
     assert reply["interrupt"]["changed_files"] == ["app/health.py"]
     client.post(f"/cancel/{reply['thread_id']}")
     assert kotlin.wait_for_status(thread_id=reply["thread_id"], status="error")["error"] == "Orchestrace zrušena uživatelem"
+
+
+def test_final_report_falls_back_to_facts_when_the_llm_fails(client, llm, kotlin, workspace) -> None:
+    rel, _ = workspace
+    script = code_task_script()
+    script[-1] = Reply(match=node_marker("finalize"), status=500, error_body="model crashed", name="finalize")
+    llm.script(*script)
+    thread_id = start(client, orchestrate_body(workspace_path=rel))
+    kotlin.wait_for_status(thread_id=thread_id, status="interrupted")
+    client.post(f"/approve/{thread_id}", json=approval(True, "ano"))
+
+    done = kotlin.wait_for_status(thread_id=thread_id, status="done")
+
+    assert done["summary"].startswith("Dokončeno 1 z 1 kroků. Změněné soubory: app/health.py.")
+    assert "commitnuté ve větvi" in done["summary"]
+
+
+def test_approve_waits_its_turn_like_a_new_orchestration(client, llm, kotlin, workspace) -> None:
+    rel, _ = workspace
+    llm.script(*code_task_script())
+    waiting = start(client, orchestrate_body(workspace_path=rel))
+    kotlin.wait_for_status(thread_id=waiting, status="interrupted")
+    llm.script(Reply(match=node_marker("intake"), content=classification(), delay_before=30))
+    running = start(client, orchestrate_body())
+    kotlin.wait_for_progress(node="intake")
+
+    busy = client.post(f"/approve/{waiting}", json=approval(True, "ano"))
+
+    assert busy.status_code == 429
+    assert client.get(f"/status/{waiting}").json()["status"] == "interrupted"  # nothing lost
+    client.post(f"/cancel/{running}")
+    kotlin.wait_for_status(thread_id=running, status="error")
+    llm.script(*code_task_script())
+    assert client.post(f"/approve/{waiting}", json=approval(True, "ano")).status_code == 200
+    assert kotlin.wait_for_status(thread_id=waiting, status="done")["branch"].startswith("task/")
+
+
+def test_chat_history_reaches_the_prompts_as_each_node_needs_it(client, llm, kotlin) -> None:
+    history = {
+        "recent_messages": [
+            {"role": "user", "content": f"zpráva {i}", "timestamp": "2026-02-13T09:15:30.123Z", "sequence": i}
+            for i in range(1, 8)
+        ],
+        "summary_blocks": [{"sequence_range": "1-20", "summary": "Řešili jsme FastAPI.",
+                            "key_decisions": ["použít FastAPI"], "topics": ["API"], "is_checkpoint": False,
+                            "checkpoint_reason": None}],
+        "total_message_count": 27,
+    }
+    llm.script(*advice_script("OK"))
+    thread_id = start(client, orchestrate_body(chat_history=history))
+    kotlin.wait_for_status(thread_id=thread_id, status="done")
+
+    intake = next(r.text for r in llm.requests if r.matched == "intake")
+    respond = next(r.text for r in llm.requests if r.matched == "respond")
+    assert "zpráva 7" in intake and "zpráva 3" in intake and "zpráva 2" not in intake  # the last five
+    assert "Řešili jsme FastAPI." in respond and "zpráva 1" in respond  # summaries + every recent message

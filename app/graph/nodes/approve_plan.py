@@ -29,5 +29,9 @@ async def approve_plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
         }
     )
     if is_approved(decision):
+        runtime.context.context_store.save_nowait(
+            task_of(state)["id"], "epic", "plan", f"{len(goals)} goals in {len(waves)} waves",
+            {"goals": goals, "waves": waves},
+        )
         return {}
     return {"final_result": "Plán byl zamítnut uživatelem; nic nebylo provedeno.", "goals": [], "steps": []}
