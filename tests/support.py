@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
 import uuid
@@ -13,6 +14,23 @@ from typing import Any, TypeVar
 from tests.fixtures.llm_server import Reply
 
 T = TypeVar("T")
+
+
+class FakeClock:
+    """Epoch seconds that only move when a test says so (staleness without sleeping)."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (for servers to start, or to be refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def new_task_id() -> str:

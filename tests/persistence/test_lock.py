@@ -10,18 +10,9 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from app.persistence.lock import COLLECTION_NAME, LockLease, OrchestrationLock
+from tests.support import FakeClock
 
 Db = AsyncDatabase[dict[str, Any]]
-
-
-class FakeClock:
-    """Epoch seconds that only move when a test says so (staleness without sleeping 300 s)."""
-
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def make_lock(db: Db, pod_id: str, slots: int = 1, **kwargs: Any) -> OrchestrationLock:

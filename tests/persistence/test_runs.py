@@ -8,16 +8,9 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from app.persistence.runs import COLLECTION_NAME, RunRecord, RunStore
+from tests.support import FakeClock
 
 Db = AsyncDatabase[dict[str, Any]]
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def record(thread_id: str = "thread-1", *, status: Any = "running", created_at: float = 100.0, **extra: Any) -> RunRecord:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 
 import httpx
@@ -10,19 +9,8 @@ import pytest
 
 from app.clients.kotlin import PROGRESS_PATH, STATUS_PATH, KotlinClient, TrackerError
 from app.schemas.kotlin import ProgressPush, StatusPush, TrackerCreateIssue, TrackerUpdateIssue
+from tests.support import free_port
 from tests.fixtures.kotlin_server import FakeKotlinServer
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as client:
-        yield client
 
 
 @pytest.fixture
@@ -103,7 +91,7 @@ async def test_stop_drains_queued_pushes_before_stopping(http: httpx.AsyncClient
 
 
 async def test_failed_pushes_counts_a_status_push_that_fails_every_attempt(http: httpx.AsyncClient) -> None:
-    client = KotlinClient(http, f"http://127.0.0.1:{closed_port()}", push_timeout=1, push_attempts=3,
+    client = KotlinClient(http, f"http://127.0.0.1:{free_port()}", push_timeout=1, push_attempts=3,
                           retry_base_delay=0.01)
     await client.start()
     client.push_status(status())

@@ -16,17 +16,6 @@ QUERY = "Add a health endpoint to the router"
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as client:
-        yield client
-
-
-@pytest.fixture
-def client(http: httpx.AsyncClient, kb: FakeKbServer) -> KnowledgeBaseClient:
-    return KnowledgeBaseClient(http, kb.url, kb.url, timeout=2)
-
-
-@pytest.fixture
 def stored(kb: FakeKbServer) -> None:
     kb.add_node("api.py", "file", {"path": "app/api.py"}, client_id="c1", project_id="p1")
     kb.add_chunk("Coding conventions: use ruff and type hints everywhere", "doc:conventions", client_id="c1")
@@ -39,9 +28,9 @@ def stored(kb: FakeKbServer) -> None:
 
 
 @pytest.mark.usefixtures("stored")
-async def test_fetch_project_context_returns_structure_conventions_and_knowledge(client: KnowledgeBaseClient,
+async def test_fetch_project_context_returns_structure_conventions_and_knowledge(kb_client: KnowledgeBaseClient,
                                                                                  kb: FakeKbServer) -> None:
-    context = await fetch_project_context(client, query=QUERY, client_id="c1", project_id="p1")
+    context = await fetch_project_context(kb_client, query=QUERY, client_id="c1", project_id="p1")
     assert context.warnings == []
     assert "## Project structure\n- file api.py app/api.py" in context.text
     assert "## Conventions\n- [doc:conventions] Coding conventions: use ruff" in context.text
@@ -51,13 +40,13 @@ async def test_fetch_project_context_returns_structure_conventions_and_knowledge
     paths = sorted(r.path for r in kb.requests)
     assert paths == ["/api/v1/graph/search", "/api/v1/retrieve", "/api/v1/retrieve", "/api/v1/retrieve/simple"]
     conventions = next(r for r in kb.requests if r.path == "/api/v1/retrieve/simple")
-    assert conventions.data["projectId"] == ""  # every project of the client
+    assert conventions.data["projectId"] == ""  # every project of the kb_client
 
 
-async def test_fetch_project_context_skips_architecture_when_there_is_no_project(client: KnowledgeBaseClient,
+async def test_fetch_project_context_skips_architecture_when_there_is_no_project(kb_client: KnowledgeBaseClient,
                                                                                  kb: FakeKbServer) -> None:
     kb.add_chunk("Health endpoint belongs to the router module", "doc:health", client_id="c1")
-    context = await fetch_project_context(client, query=QUERY, client_id="c1", project_id=None)
+    context = await fetch_project_context(kb_client, query=QUERY, client_id="c1", project_id=None)
     assert len(kb.requests) == 3
     assert all(r.data.get("projectId") in (None, "") for r in kb.requests if r.method == "POST")
     assert "Health endpoint belongs to the router module" in context.text
@@ -65,9 +54,9 @@ async def test_fetch_project_context_skips_architecture_when_there_is_no_project
 
 
 @pytest.mark.usefixtures("stored")
-async def test_prefetch_kb_context_returns_knowledge_and_file_notes(client: KnowledgeBaseClient,
+async def test_prefetch_kb_context_returns_knowledge_and_file_notes(kb_client: KnowledgeBaseClient,
                                                                     kb: FakeKbServer) -> None:
-    context = await prefetch_kb_context(client, query=QUERY, client_id="c1", project_id="p1",
+    context = await prefetch_kb_context(kb_client, query=QUERY, client_id="c1", project_id="p1",
                                         files=["app/api.py", "b.py", "c.py", "d.py"])
     assert context.warnings == []
     assert "## Relevant knowledge\n- [code:app/api.py] The router registers every endpoint" in context.text
@@ -81,14 +70,14 @@ async def test_prefetch_kb_context_returns_knowledge_and_file_notes(client: Know
 
 
 @pytest.mark.parametrize("fetch", ["project", "agent"])
-async def test_context_has_warnings_and_no_text_when_kb_is_down(client: KnowledgeBaseClient, kb: FakeKbServer,
+async def test_context_has_warnings_and_no_text_when_kb_is_down(kb_client: KnowledgeBaseClient, kb: FakeKbServer,
                                                                 fetch: str) -> None:
     kb.set_mode("down")
     if fetch == "project":
-        context = await fetch_project_context(client, query=QUERY, client_id="c1", project_id="p1")
+        context = await fetch_project_context(kb_client, query=QUERY, client_id="c1", project_id="p1")
         expected = 4
     else:
-        context = await prefetch_kb_context(client, query=QUERY, client_id="c1", project_id=None, files=["a.py"])
+        context = await prefetch_kb_context(kb_client, query=QUERY, client_id="c1", project_id=None, files=["a.py"])
         expected = 3
     assert context.text == "" and context.sources == []
     assert len(context.warnings) == expected
@@ -99,13 +88,13 @@ async def test_context_has_warnings_and_no_text_when_kb_is_down(client: Knowledg
 async def test_context_has_timeout_warnings_and_returns_fast_when_kb_is_slow(http: httpx.AsyncClient,
                                                                              kb: FakeKbServer, fetch: str) -> None:
     kb.set_mode("slow", delay=2.0)
-    client = KnowledgeBaseClient(http, kb.url, kb.url, timeout=0.3)
+    kb_client = KnowledgeBaseClient(http, kb.url, kb.url, timeout=0.3)
     started = time.monotonic()
     if fetch == "project":
-        context = await fetch_project_context(client, query=QUERY, client_id="c1", project_id=None)
+        context = await fetch_project_context(kb_client, query=QUERY, client_id="c1", project_id=None)
     else:
-        context = await prefetch_kb_context(client, query=QUERY, client_id="c1", project_id=None)
+        context = await prefetch_kb_context(kb_client, query=QUERY, client_id="c1", project_id=None)
     elapsed = time.monotonic() - started
-    assert elapsed < 1.5  # the calls run concurrently, each bounded by the client timeout
+    assert elapsed < 1.5  # the calls run concurrently, each bounded by the kb_client timeout
     assert context.text == "" and context.warnings
     assert all("timed out after 0.3 s" in w for w in context.warnings)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import pytest
@@ -11,6 +10,7 @@ from pydantic import BaseModel
 
 from app.config import Settings
 from app.llm.provider import HeartbeatTimeoutError, LitellmProvider, LlmError
+from tests.support import free_port
 from tests.fixtures.llm_server import Reply, ScriptedLlmServer
 
 MESSAGES = [{"role": "system", "content": "### JERVIS NODE: test\nYou are Jervis."},
@@ -25,12 +25,6 @@ class Answer(BaseModel):
 def plain(messages: list[dict]) -> list[dict[str, str]]:
     """Role and content only (litellm adds Ollama keys such as `images`)."""
     return [{"role": m["role"], "content": m["content"]} for m in messages]
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -118,7 +112,7 @@ async def test_complete_raises_llm_error_when_server_answers_500(provider: Litel
 
 
 async def test_complete_raises_llm_error_when_server_is_down() -> None:
-    provider = LitellmProvider(Settings(ollama_url=f"http://127.0.0.1:{closed_port()}", local_model="test-model",
+    provider = LitellmProvider(Settings(ollama_url=f"http://127.0.0.1:{free_port()}", local_model="test-model",
                                         heartbeat_dead_seconds=5))
     started = time.monotonic()
     with pytest.raises(LlmError) as raised:
