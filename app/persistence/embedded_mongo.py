@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -68,7 +69,9 @@ class EmbeddedMongo:
         data_dir: Path | None = None,
         work_dir: Path,
         executable: Path | str | None = None,
+        pick_port: Callable[[], int] | None = None,
     ) -> None:
+        self._pick_port = pick_port or _free_port
         self.data_dir = data_dir
         self.work_dir = Path(work_dir)
         self.executable = Path(executable) if executable is not None else None
@@ -108,7 +111,7 @@ class EmbeddedMongo:
 
         deadline = time.monotonic() + timeout
         for _ in range(_PORT_ATTEMPTS):
-            port = _free_port()
+            port = self._pick_port()
             self._spawn(executable, port)
             outcome = self._wait_ready(port, deadline)
             if outcome == "ready":

@@ -9,9 +9,9 @@ import pytest
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
-from app.persistence import embedded_mongo
 from app.persistence.embedded_mongo import EmbeddedMongo, EmbeddedMongoError
 from app.persistence.mongo import create_client, ping
+from tests.support import free_port
 
 
 def _server_pid(url: str) -> int:
@@ -64,14 +64,10 @@ def test_server_dying_at_start_reports_its_output(tmp_path: Path) -> None:
         EmbeddedMongo(work_dir=tmp_path, executable=fake).start(timeout=10)
 
 
-def test_start_retries_when_the_chosen_port_is_taken(
-    tmp_path: Path, mongo_server: EmbeddedMongo, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_start_retries_when_the_chosen_port_is_taken(tmp_path: Path, mongo_server: EmbeddedMongo) -> None:
     taken_port = int(mongo_server.url.rsplit(":", 1)[1])
     ports = iter([taken_port])
-    real_free_port = embedded_mongo._free_port
-    monkeypatch.setattr(embedded_mongo, "_free_port", lambda: next(ports, None) or real_free_port())
-    with EmbeddedMongo(work_dir=tmp_path) as server:
+    with EmbeddedMongo(work_dir=tmp_path, pick_port=lambda: next(ports, None) or free_port()) as server:
         assert server.url != mongo_server.url
         assert _server_pid(server.url) == server.pid
     assert _server_pid(mongo_server.url) == mongo_server.pid  # the shared server was left alone
