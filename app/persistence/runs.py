@@ -64,17 +64,20 @@ class RunStore:
         Returns whether the run exists. Unknown or immutable field names raise ValueError, and
         so do invalid values (pydantic ValidationError is a ValueError).
         """
-        unknown = set(fields) - _UPDATABLE
-        if unknown:
-            raise ValueError(f"cannot update run fields: {sorted(unknown)}")
-        validated = RunRecord.model_construct()
-        for name, value in fields.items():
-            RunRecord.__pydantic_validator__.validate_assignment(validated, name, value)
-        values = {name: getattr(validated, name) for name in fields}
+        values = self._validated(fields)
         result = await self._collection.update_one(
             {"_id": thread_id}, {"$set": {**values, "updated_at": self._clock()}}
         )
         return result.matched_count > 0
+
+    async def transition(self, thread_id: str, *, from_status: RunStatus, **fields: Any) -> bool:
+        """Set ``fields`` only if the run is still in ``from_status`` (atomic compare-and-set):
+        of two requests racing to resume, or to resume and cancel, exactly one wins."""
+        values = self._validated(fields)
+        doc = await self._collection.find_one_and_update(
+            {"_id": thread_id, "status": from_status}, {"$set": {**values, "updated_at": self._clock()}}
+        )
+        return doc is not None
 
     async def claim(self, thread_id: str, *, from_pod: str | None, to_pod: str) -> bool:
         """Atomically move a running run from a dead pod to this one: of several pods that try
@@ -84,6 +87,16 @@ class RunStore:
             {"$set": {"pod_id": to_pod, "updated_at": self._clock()}},
         )
         return doc is not None
+
+    @staticmethod
+    def _validated(fields: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(fields) - _UPDATABLE
+        if unknown:
+            raise ValueError(f"cannot update run fields: {sorted(unknown)}")
+        validated = RunRecord.model_construct()
+        for name, value in fields.items():
+            RunRecord.__pydantic_validator__.validate_assignment(validated, name, value)
+        return {name: getattr(validated, name) for name in fields}
 
     async def get(self, thread_id: str) -> RunRecord | None:
         doc = await self._collection.find_one({"_id": thread_id})

@@ -146,17 +146,20 @@ class RunManager:
         return run
 
     async def resume(self, thread_id: str, approval: ApprovalResponse) -> ActiveRun:
-        if thread_id in self._active:
-            raise RunConflictError(f"{thread_id} is running")
         snapshot = await self._graph.aget_state(self._driver.config(thread_id))
         if not snapshot.values:
             raise RunNotFoundError(f"No orchestration {thread_id}")
         if not snapshot.interrupts:
             raise RunConflictError(f"{thread_id} is not waiting for approval")
-        record = await self._runs.get(thread_id)
-        if record is not None and record.status in ("done", "error"):
-            raise RunConflictError(f"{thread_id} already ended ({record.status})")
         lease = await self._admit(thread_id)
+        # The run record is the arbiter: only one resume (on any pod) gets past this.
+        claimed = await self._runs.transition(thread_id, from_status="interrupted", status="running",
+                                              pod_id=self._settings.pod_id, interrupt_action=None,
+                                              interrupt_description=None)
+        if not claimed:
+            await lease.release()
+            self._slots.release()
+            raise RunConflictError(f"{thread_id} is not waiting for approval (resumed, cancelled or ended)")
         task = snapshot.values.get("task") or {}
         run = ActiveRun(RunIdentity(thread_id, task.get("id") or thread_id.split("-")[1],
                                     task.get("client_id") or ""))
@@ -173,10 +176,10 @@ class RunManager:
             await asyncio.wait({run.task}, timeout=15)
             return
         record = await self._runs.get(thread_id)
-        if record is None or record.status != "interrupted":
-            raise RunNotFoundError(f"No active task for {thread_id}")
         # Waiting for the user: nothing runs, so end the thread here and tell Kotlin.
-        await self._runs.update(thread_id, status="error", error=CANCELLED_MESSAGE)
+        if record is None or not await self._runs.transition(thread_id, from_status="interrupted",
+                                                             status="error", error=CANCELLED_MESSAGE):
+            raise RunNotFoundError(f"No active task for {thread_id}")
         self._kotlin.push_status(StatusPush(task_id=record.task_id, client_id=record.client_id,
                                             thread_id=thread_id, status="error", error=CANCELLED_MESSAGE))
         self._events.log(thread_id).publish("error", {"error": CANCELLED_MESSAGE})
@@ -271,11 +274,12 @@ class RunManager:
         events = self._events.log(identity.thread_id)
         watcher = asyncio.create_task(self._cancel_when_lost(run, lease))
         try:
-            bookkeeping = asyncio.create_task(self._mark_running(identity, record))
+            bookkeeping = asyncio.create_task(self._create_record(record)) if record is not None else None
             try:
                 outcome = await self._driver.drive(identity, graph_input, events, known)
             finally:
-                await bookkeeping
+                if bookkeeping is not None:
+                    await bookkeeping
         except asyncio.CancelledError:
             if not run.cancel_requested:  # shutdown or a lost lock: the run is not over
                 watcher.cancel()
@@ -322,15 +326,12 @@ class RunManager:
             events.close()
         return RunOutcome(status="error", error=SUSPENDED_MESSAGE)
 
-    async def _mark_running(self, identity: RunIdentity, record: RunRecord | None) -> None:
+    async def _create_record(self, record: RunRecord) -> None:
+        """Off the request path: the run already runs while its record is written."""
         try:
-            if record is not None:
-                await self._runs.create(record)
-            else:
-                await self._runs.update(identity.thread_id, status="running", pod_id=self._settings.pod_id,
-                                        interrupt_action=None, interrupt_description=None)
+            await self._runs.create(record)
         except Exception:
-            log.exception("could not record run %s as running", identity.thread_id)
+            log.exception("could not record run %s", record.thread_id)
 
     async def _cancel_when_lost(self, run: ActiveRun, lease: LockLease) -> None:
         await lease.lost.wait()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,23 @@ def test_graceful_shutdown_suspends_the_run_for_another_pod(service_factory, llm
     service_factory(env={**leaving.env, "POD_ID": "next", "RECOVERY_INTERVAL_SECONDS": "0.5"}).start()
     done = kotlin.wait_for_status(thread_id=thread_id, status="done", timeout=30)
     assert done["summary"] == "Pokračuje jinde"
+
+
+def test_racing_approvals_resume_the_thread_once(service_factory, llm, kotlin, data_root: Path) -> None:
+    rel = f"clients/c1/{new_task_id()}"
+    repo = make_git_repo(data_root / rel)
+    llm.script(*code_task_script())
+    pod = service_factory(max_concurrent_orchestrations=2).start()
+    with pod.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=orchestrate_body(workspace_path=rel)).json()["thread_id"]
+        kotlin.wait_for_status(thread_id=thread_id, status="interrupted")
+        def approve(_: int) -> int:
+            with pod.client() as own:
+                return own.post(f"/approve/{thread_id}", json=approval(True, "ano")).status_code
+
+        with ThreadPoolExecutor(2) as pool:
+            codes = sorted(pool.map(approve, range(2)))
+        assert codes == [200, 409]
+        kotlin.wait_for_status(thread_id=thread_id, status="done")
+    assert git(repo, "rev-list", "--count", "--all").strip() == "2"
+    assert len([s for s in kotlin.statuses if s["threadId"] == thread_id and s["status"] == "done"]) == 1

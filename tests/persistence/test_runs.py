@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -100,3 +101,16 @@ async def test_claim_moves_a_running_run_to_the_new_pod_exactly_once(runs: RunSt
 async def test_claim_refuses_a_run_that_is_not_running(runs: RunStore) -> None:
     await runs.create(record("thread-done", status="done", pod_id="dead-pod"))
     assert await runs.claim("thread-done", from_pod="dead-pod", to_pod="pod-a") is False
+
+
+async def test_transition_lets_exactly_one_of_racing_requests_win(runs: RunStore) -> None:
+    await runs.create(record("thread-waiting", status="interrupted", interrupt_action="commit"))
+
+    results = await asyncio.gather(*(
+        runs.transition("thread-waiting", from_status="interrupted", status="running", pod_id=f"pod-{i}")
+        for i in range(10)
+    ))
+
+    assert sorted(results) == [False] * 9 + [True]
+    assert (await runs.get("thread-waiting")).status == "running"
+    assert await runs.transition("thread-waiting", from_status="interrupted", status="error") is False
