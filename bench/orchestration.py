@@ -57,7 +57,7 @@ def raw_graph(saver: MongoDBSaver) -> Any:
             return {"step": state.get("step", 0) + 1, "answer": _name}
         graph.add_node(name, node)
     graph.add_edge(START, names[0])
-    for a, b in zip(names, names[1:]):
+    for a, b in zip(names, names[1:], strict=False):
         graph.add_edge(a, b)
     graph.add_edge(names[-1], END)
     return graph.compile(checkpointer=saver)

@@ -15,7 +15,12 @@ from typing import Any
 
 import httpx
 
-from app.schemas.kotlin import ProgressPush, StatusPush, TrackerCreateIssue, TrackerUpdateIssue
+from app.schemas.kotlin import (
+    ProgressPush,
+    StatusPush,
+    TrackerCreateIssue,
+    TrackerUpdateIssue,
+)
 
 log = logging.getLogger(__name__)
 

@@ -112,15 +112,14 @@ class RunDriver:
                 interrupt_description=str(interrupt_value.get("description") or ""),
                 interrupt=interrupt_value,
             )
-        values = tracked
         common = {
-            "summary": values.get("final_result"),
-            "branch": values.get("branch"),
-            "artifacts": list(values.get("artifacts") or []),
-            "step_results": list(values.get("step_results") or []),
+            "summary": tracked.get("final_result"),
+            "branch": tracked.get("branch"),
+            "artifacts": list(tracked.get("artifacts") or []),
+            "step_results": list(tracked.get("step_results") or []),
         }
-        if values.get("error"):
-            return RunOutcome(status="error", error=str(values["error"]), **common)
+        if tracked.get("error"):
+            return RunOutcome(status="error", error=str(tracked["error"]), **common)
         return RunOutcome(status="done", **common)
 
     def _on_task(self, run: RunIdentity, chunk: dict[str, Any], tracked: dict[str, Any], events: EventLog,
@@ -145,14 +144,14 @@ class RunDriver:
             error = chunk.get("error")
             began = started.pop(chunk.get("id", node), None)
             duration = round((time.perf_counter() - began) * 1000, 2) if began is not None else None
-            events.publish("node_end", {"node": node, "duration_ms": duration, **({"error": str(error)} if error else {})})
+            events.publish("node_end", {"node": node, "duration_ms": duration,
+                                        **({"error": str(error)} if error else {})})
 
 
 def _interrupt_payload(update: Any) -> dict[str, Any]:
-    interrupts = update if isinstance(update, (list, tuple)) else [update]
-    for item in interrupts:
-        value = getattr(item, "value", item)
-        if isinstance(value, dict):
-            return value
-        return {"action": "unknown", "description": str(value)}
-    return {"action": "unknown", "description": ""}
+    """The value of the first pending interrupt (our nodes raise one at a time)."""
+    interrupts = list(update) if isinstance(update, (list, tuple)) else [update]
+    if not interrupts:
+        return {"action": "unknown", "description": ""}
+    value = getattr(interrupts[0], "value", interrupts[0])
+    return value if isinstance(value, dict) else {"action": "unknown", "description": str(value)}

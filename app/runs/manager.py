@@ -29,7 +29,12 @@ from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 from app.runs.events import EventHub, EventLog
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome
 from app.schemas.domain import CodingTask
-from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest, StatusPush, status_reply
+from app.schemas.kotlin import (
+    ApprovalResponse,
+    OrchestrateRequest,
+    StatusPush,
+    status_reply,
+)
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,17 @@ import pytest
 
 from tests.fixtures.llm_server import Reply
 from tests.support import (
-    advice_script, approval, classification, code_task_script, git, kotlin_rules, make_git_repo, new_task_id,
-    node_marker, orchestrate_body, wait_until,
+    advice_script,
+    approval,
+    classification,
+    code_task_script,
+    git,
+    kotlin_rules,
+    make_git_repo,
+    new_task_id,
+    node_marker,
+    orchestrate_body,
+    wait_until,
 )
 
 PROGRESS_NODES = {"intake", "evidence_pack", "respond", "plan", "select_goal", "plan_steps", "execute_step",

@@ -10,7 +10,14 @@ import pytest
 
 from tests.fixtures.llm_server import Reply
 from tests.support import (
-    approval, classification, code_task_script, git, make_git_repo, new_task_id, node_marker, orchestrate_body,
+    approval,
+    classification,
+    code_task_script,
+    git,
+    make_git_repo,
+    new_task_id,
+    node_marker,
+    orchestrate_body,
     wait_until,
 )
 

@@ -7,7 +7,12 @@ from typing import Any
 from fastapi import APIRouter
 
 from app.api.deps import RunManagerDep
-from app.schemas.kotlin import OrchestrateRequest, OrchestrateResponse, StepResultOut, StreamStartResponse
+from app.schemas.kotlin import (
+    OrchestrateRequest,
+    OrchestrateResponse,
+    StepResultOut,
+    StreamStartResponse,
+)
 
 router = APIRouter(tags=["orchestrate"])
 

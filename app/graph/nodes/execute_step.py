@@ -7,7 +7,13 @@ from typing import Any
 from app.agents.base import AgentJob
 from app.clients.kotlin import TrackerError
 from app.graph import prompts
-from app.graph.nodes._common import NodeRuntime, current_goal, current_step, emit, task_of
+from app.graph.nodes._common import (
+    NodeRuntime,
+    current_goal,
+    current_step,
+    emit,
+    task_of,
+)
 from app.graph.nodes.respond import answer_context
 from app.graph.state import OrchestratorState
 from app.kb.prefetch import prefetch_kb_context

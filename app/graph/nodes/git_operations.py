@@ -47,9 +47,10 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
             "task_id": task["id"], "branch": branch, "changed_files": files,
         }))
 
-    if rules.get("require_approval_commit", True):
-        if not user_approves("commit", f"Commit {len(files)} změněných souborů do větve '{branch}'"):
-            return {"branch": None, "artifacts": files, "git_outcome": "commit_rejected"}
+    if rules.get("require_approval_commit", True) and not user_approves(
+        "commit", f"Commit {len(files)} změněných souborů do větve '{branch}'"
+    ):
+        return {"branch": None, "artifacts": files, "git_outcome": "commit_rejected"}
     title = (state.get("goals") or [{}])[0].get("title") or task["query"][:72]
     try:
         await git.checkout_branch(branch)
@@ -60,9 +61,10 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
     result: dict[str, Any] = {"branch": branch, "commit_sha": sha, "artifacts": files, "git_outcome": "committed"}
     if not rules.get("auto_push", False):
         return result
-    if rules.get("require_approval_push", True):
-        if not user_approves("push", f"Push větve '{branch}' na vzdálený repozitář"):
-            return result | {"git_outcome": "push_rejected"}
+    if rules.get("require_approval_push", True) and not user_approves(
+        "push", f"Push větve '{branch}' na vzdálený repozitář"
+    ):
+        return result | {"git_outcome": "push_rejected"}
     try:
         await git.push(branch)
     except GitError as exc:

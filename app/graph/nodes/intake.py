@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from app.agents.workspace import render_environment
 from app.graph import chat, prompts
 from app.graph.nodes._common import NodeRuntime, clarification_text, identity, task_of
 from app.graph.state import OrchestratorState
 from app.kb.prefetch import fetch_project_context
-from app.agents.workspace import render_environment
 from app.schemas.domain import Classification
 
 MAX_CLARIFICATION_ROUNDS = 2

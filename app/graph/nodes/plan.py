@@ -6,7 +6,13 @@ from typing import Any
 
 from app.graph import chat, prompts
 from app.graph.agent_selection import select_agent
-from app.graph.nodes._common import NodeRuntime, clarification_text, evidence_text, identity, task_of
+from app.graph.nodes._common import (
+    NodeRuntime,
+    clarification_text,
+    evidence_text,
+    identity,
+    task_of,
+)
 from app.graph.state import OrchestratorState
 from app.schemas.domain import CodingStep, GoalPlan, StepPlan, StepType
 

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.graph import chat, prompts
-from app.graph.nodes._common import NodeRuntime, clarification_text, evidence_text, identity, task_of
-from app.graph.state import OrchestratorState
 from app.agents.workspace import render_environment
+from app.graph import chat, prompts
+from app.graph.nodes._common import (
+    NodeRuntime,
+    clarification_text,
+    evidence_text,
+    identity,
+    task_of,
+)
+from app.graph.state import OrchestratorState
 
 
 def answer_context(state: OrchestratorState) -> str:

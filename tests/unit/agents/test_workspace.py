@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from app.agents.workspace import AGENT_FILES, ResultFileError, WorkspaceError, WorkspaceManager
+from app.agents.workspace import (
+    AGENT_FILES,
+    ResultFileError,
+    WorkspaceError,
+    WorkspaceManager,
+)
 from tests.support import git, make_git_repo
 
 HANDOVER_FILES = {"instructions.md", "task.json", "kb-context.md", "environment.json", "environment.md"}

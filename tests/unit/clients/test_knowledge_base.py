@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
 from app.clients.knowledge_base import KnowledgeBaseClient, KnowledgeBaseError
-from tests.support import free_port
 from tests.fixtures.kb_server import FakeKbServer
+from tests.support import free_port
 
 
 async def test_retrieve_sends_camel_case_body_with_null_project(kb_client: KnowledgeBaseClient,

@@ -8,9 +8,14 @@ import httpx
 import pytest
 
 from app.clients.kotlin import PROGRESS_PATH, STATUS_PATH, KotlinClient, TrackerError
-from app.schemas.kotlin import ProgressPush, StatusPush, TrackerCreateIssue, TrackerUpdateIssue
-from tests.support import free_port
+from app.schemas.kotlin import (
+    ProgressPush,
+    StatusPush,
+    TrackerCreateIssue,
+    TrackerUpdateIssue,
+)
 from tests.fixtures.kotlin_server import FakeKotlinServer
+from tests.support import free_port
 
 
 @pytest.fixture

@@ -28,8 +28,15 @@ from app.persistence.context_store import COLLECTION_NAME, ContextStore
 from app.runs.manager import initial_state
 from app.schemas.kotlin import OrchestrateRequest
 from tests.fixtures.llm_server import RecordedRequest, Reply
-from tests.support import advice_script, classification, code_task_script, git, make_git_repo, node_marker, \
-    orchestrate_body
+from tests.support import (
+    advice_script,
+    classification,
+    code_task_script,
+    git,
+    make_git_repo,
+    node_marker,
+    orchestrate_body,
+)
 
 SPEC_NODES = {"intake", "evidence_pack", "respond", "plan", "plan_epic", "design", "select_goal", "plan_steps",
               "execute_step", "evaluate", "advance_step", "advance_goal", "git_operations", "finalize"}

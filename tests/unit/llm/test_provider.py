@@ -10,8 +10,8 @@ from pydantic import BaseModel
 
 from app.config import Settings
 from app.llm.provider import HeartbeatTimeoutError, LitellmProvider, LlmError
-from tests.support import free_port
 from tests.fixtures.llm_server import Reply, ScriptedLlmServer
+from tests.support import free_port
 
 MESSAGES = [{"role": "system", "content": "### JERVIS NODE: test\nYou are Jervis."},
             {"role": "user", "content": "Classify this."}]

@@ -10,7 +10,12 @@ import pytest
 from pydantic import ValidationError
 
 from app.schemas.kotlin import (
-    ApprovalResponse, OrchestrateRequest, ProgressPush, ProjectRules, StatusPush, status_reply,
+    ApprovalResponse,
+    OrchestrateRequest,
+    ProgressPush,
+    ProjectRules,
+    StatusPush,
+    status_reply,
 )
 from tests.fixtures.kotlin_server import DTOS, PROGRESS, STATUS, validate_dto
 
