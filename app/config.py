@@ -46,10 +46,42 @@ class Settings(BaseSettings):
     data_root: Path = Path("/opt/jervis/data")
     container_registry: str = "localhost:5000/jervis"
     agent_runner: Literal["local", "kubernetes"] = "local"
-    #: Command the local runner starts for every agent (argv, JSON list). Empty = the built-in
-    #: deterministic agent (`app/agents/scripted_agent.py`), which only edits files the
-    #: instructions spell out; point it at a real agent entrypoint for real work.
+    #: Local runner: the agent command the entrypoint runs for every agent type (argv, JSON
+    #: list). Empty = the built-in deterministic agent (`app/agents/scripted_agent.py`), which
+    #: only applies file edits the instructions spell out. `LOCAL_REAL_AGENTS=true` runs the real
+    #: agent of each step instead (aider / claude / … must be on PATH).
     local_agent_command: list[str] = Field(default_factory=list)
+    local_real_agents: bool = False
+    #: Kubernetes runner (spec §10): images `{container_registry}/{agent_images[agent]}:{agent_image_tag}`.
+    agent_images: dict[str, str] = Field(default_factory=lambda: {
+        "aider": "jervis-aider", "openhands": "jervis-coding-engine", "claude": "jervis-claude", "junie": "jervis-junie",
+    })
+    agent_image_tag: str = "latest"
+    agent_concurrency: dict[str, int] = Field(default_factory=lambda: {
+        "aider": 3, "openhands": 2, "claude": 2, "junie": 1,
+    })
+    agent_models: dict[str, str] = Field(default_factory=lambda: {
+        "aider": "ollama_chat/qwen3-coder-tool:30b", "openhands": "ollama/qwen3-coder-tool:30b",
+        "claude": "claude-sonnet-4-5", "junie": "",
+    })
+    #: The agent image whose Job runs git (commit / push) after the user's approval.
+    git_agent: str = "claude"
+    kubeconfig: str | None = None
+    pvc_claim_name: str = "jervis-data-pvc"
+    agent_secret_name: str = "jervis-agent-secrets"
+    #: Secret keys exposed to agent Jobs as env vars of the same name (by reference, optional).
+    agent_secret_keys: list[str] = Field(default_factory=lambda: [
+        "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "JUNIE_API_KEY", "GIT_TOKEN",
+    ])
+    agent_service_account: str | None = None
+    job_ttl_seconds: int = 300
+    agent_cpu_request: str = "250m"
+    agent_memory_request: str = "256Mi"
+    agent_cpu_limit: str = "1000m"
+    agent_memory_limit: str = "1Gi"
+    k8s_request_timeout_seconds: float = 30.0
+    #: How often a waiting runner re-checks a Job and its pod (a watch wakes it sooner).
+    k8s_poll_seconds: float = 2.0
     agent_timeouts: dict[str, int] = Field(
         default_factory=lambda: {"aider": 600, "openhands": 1800, "claude": 1800, "junie": 1200}
     )

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from app.agents.base import AgentRunner
-from app.agents.local import LocalRunner
 from app.agents.workspace import WorkspaceManager
 from app.config import Settings
 
 
 def create_runner(settings: Settings, workspaces: WorkspaceManager) -> AgentRunner:
-    if settings.agent_runner == "local":
-        return LocalRunner(
-            workspaces,
-            command=settings.local_agent_command or None,
-            extra_env={"OLLAMA_URL": settings.ollama_url, "KNOWLEDGEBASE_URL": settings.knowledgebase_url},
-        )
-    raise ValueError(
-        f"AGENT_RUNNER={settings.agent_runner!r} is not available in this build; valid: 'local'"
-    )
+    if settings.agent_runner == "kubernetes":
+        from app.agents.k8s_client import KubernetesApi, load_api_client
+        from app.agents.kubernetes import KubernetesJobRunner
+
+        api = KubernetesApi(load_api_client(settings.kubeconfig), settings.k8s_namespace,
+                            request_timeout=settings.k8s_request_timeout_seconds)
+        return KubernetesJobRunner(api, workspaces, settings)
+    from app.agents.local import LocalRunner
+
+    return LocalRunner(workspaces, settings)

@@ -103,6 +103,8 @@ class CodingStep(_Lenient):
     agent_type: str | None = None
     files: list[str] = Field(default_factory=list)
     tracker_operations: list[TrackerOperation] = Field(default_factory=list)
+    expects_changes: bool = True
+    """A code step that changes nothing has failed, unless the planner said it only inspects."""
 
 
 class Goal(_Lenient):

@@ -343,3 +343,92 @@ def test_kb_ingest_drops_metadata_and_purge_deletes(kb: FakeKbServer) -> None:
     assert set(chunks[0]["metadata"]) == {"content", "sourceUrn", "clientId", "projectId", "kind"}
     purged = httpx.post(kb.url + "/api/v1/purge", json={"sourceUrn": "transcript-correction::1"}).json()
     assert purged["chunks_deleted"] == 1 and kb.chunks == []
+
+
+# ------------------------------------------------------------ Anthropic (LLM fake)
+WRITE_CALL = {"name": "Write", "input": {"file_path": "/w/hello.txt", "content": "hi\n"}}
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
+async def test_anthropic_messages_through_litellm(llm: ScriptedLlmServer, stream: bool) -> None:
+    """`anthropic/<m>` with api_base=llm.url (what Claude Code's ANTHROPIC_BASE_URL points at)."""
+    llm.script(Reply("add the endpoint", TEXT, chunk_size=5, name="plan"))
+    response = await _complete(llm, "anthropic/test-model", "", "Please add the endpoint", stream=stream,
+                               max_tokens=100)
+    if stream:
+        deltas = [c.choices[0].delta.content async for c in response if c.choices and c.choices[0].delta.content]
+        assert "".join(deltas) == TEXT and len(deltas) == -(-len(TEXT) // 5)
+    else:
+        assert response.choices[0].message.content == TEXT
+        assert response.choices[0].finish_reason == "stop"
+        assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (
+            len(llm.requests[0].text) // 4, len(TEXT) // 4)
+    (request,) = llm.requests
+    assert (request.path, request.model, request.stream) == ("/v1/messages", "test-model", stream)
+    assert request.matched == "plan"
+    assert request.messages[0] == {"role": "system", "content": "You are Jervis."}  # `system` recorded first
+    assert request.last_user == "Please add the endpoint"
+
+
+def _sse_events(body: str) -> list[tuple[str, dict[str, Any]]]:
+    events = []
+    for block in body.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
+
+
+def test_anthropic_tool_use_streamed(llm: ScriptedLlmServer) -> None:
+    """A tool_use rule: text block, then a tool_use block whose input arrives as input_json_delta pieces."""
+    llm.script(Reply("create", "Writing it.", tool_use=WRITE_CALL, chunk_size=7))
+    body = {"model": "m", "max_tokens": 10, "stream": True, "system": [{"type": "text", "text": "sys"}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "create hello.txt"}]}]}
+    events = _sse_events(httpx.post(llm.url + "/v1/messages", json=body).text)
+    names = [name for name, _ in events]
+    assert names[0] == "message_start" and names[-2:] == ["message_delta", "message_stop"]
+    starts = [data["content_block"] for name, data in events if name == "content_block_start"]
+    assert [block["type"] for block in starts] == ["text", "tool_use"]
+    assert starts[1]["name"] == "Write" and starts[1]["id"].startswith("toolu_") and starts[1]["input"] == {}
+    text = "".join(d["delta"]["text"] for n, d in events if n == "content_block_delta" and d["index"] == 0)
+    pieces = [d["delta"]["partial_json"] for n, d in events if n == "content_block_delta" and d["index"] == 1]
+    assert text == "Writing it." and len(pieces) > 1 and json.loads("".join(pieces)) == WRITE_CALL["input"]
+    assert events[-2][1]["delta"]["stop_reason"] == "tool_use"
+    assert llm.requests[0].messages[0] == {"role": "system", "content": "sys"}
+
+
+def test_anthropic_tool_result_turn_matches_and_plain_reply(llm: ScriptedLlmServer) -> None:
+    """The follow-up turn carries a tool_result: its text is matchable; a callable tool_use may
+    return None for text only; the non-streaming reply has the same blocks."""
+    llm.script(
+        Reply("File created", "Done.", name="final"),
+        Reply("create", "", tool_use=lambda request: WRITE_CALL | {"id": "toolu_1"}, times=1, name="call"),
+    )
+    first = httpx.post(llm.url + "/v1/messages", json={
+        "model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "create hello.txt"}]}).json()
+    assert first["content"] == [{"type": "tool_use", "id": "toolu_1", **WRITE_CALL}]
+    assert first["stop_reason"] == "tool_use" and first["usage"]["output_tokens"] > 0
+    follow_up = [
+        {"role": "user", "content": "create hello.txt"},
+        {"role": "assistant", "content": first["content"]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": "File created successfully at: /w/hello.txt"}]},
+    ]
+    second = httpx.post(llm.url + "/v1/messages", json={"model": "m", "max_tokens": 10, "messages": follow_up}).json()
+    assert second["content"] == [{"type": "text", "text": "Done."}] and second["stop_reason"] == "end_turn"
+    assert [r.matched for r in llm.requests] == ["call", "final"]
+    assert llm.requests[1].last_user == "File created successfully at: /w/hello.txt"
+
+
+def test_anthropic_errors_count_tokens_and_tool_use_elsewhere(llm: ScriptedLlmServer) -> None:
+    llm.script(Reply("boom", status=529), Reply("tool", tool_use=WRITE_CALL))
+    boom = {"model": "m", "messages": [{"role": "user", "content": "boom"}]}
+    failed = httpx.post(llm.url + "/v1/messages", json=boom)
+    assert failed.status_code == 529 and failed.json()["type"] == "error"
+    counted = httpx.post(llm.url + "/v1/messages/count_tokens",
+                         json={"model": "m", "messages": [{"role": "user", "content": "x" * 40}]})
+    assert counted.json() == {"input_tokens": 10}
+    # tool_use rules are Anthropic-only: elsewhere they fail loudly instead of dropping the call
+    openai = httpx.post(llm.url + "/v1/chat/completions", json={"model": "m", "messages": [
+        {"role": "user", "content": "tool"}]})
+    assert openai.status_code == 500 and "only on /v1/messages" in openai.text
+    assert [r.path for r in llm.requests] == ["/v1/messages", "/v1/chat/completions"]  # count_tokens not recorded

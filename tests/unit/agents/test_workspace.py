@@ -8,14 +8,18 @@ from pathlib import Path
 import pytest
 
 from app.agents.workspace import (
-    AGENT_FILES,
+    AGENT_RUNTIME_FILES,
+    KB_MCP_SERVER,
     ResultFileError,
+    StepBrief,
     WorkspaceError,
     WorkspaceManager,
 )
 from tests.support import git, make_git_repo
 
-HANDOVER_FILES = {"instructions.md", "task.json", "kb-context.md", "environment.json", "environment.md"}
+HANDOVER_FILES = {"instructions.md", "task.json", "kb-context.md", "environment.json", "environment.md",
+                  "manifest.json"}
+KB_ENV = {"CLIENT_ID": "c1", "PROJECT_ID": "p1", "KB_URL": "http://kb:8080", "KB_WRITE_URL": "http://kb-write:8080"}
 ENVIRONMENT = {"namespace": "env-webshop", "agentInstructions": "Use port 8080.",
                "components": [{"name": "postgres", "type": "DATABASE", "host": "pg.svc", "image": "postgres:16",
                                "ports": [{"container": 5432, "service": 5432}]}]}
@@ -34,9 +38,9 @@ def manager(root: Path) -> WorkspaceManager:
 
 
 def prepare(manager: WorkspaceManager, workspace: Path, **overrides: object) -> Path:
-    args = {"instructions": "# Do it\n", "task": {"id": "t1", "client_id": "c1"}, "kb_context": "## KB\n- fact",
-            "environment": ENVIRONMENT} | overrides
-    return manager.prepare(workspace, **args)  # type: ignore[arg-type]
+    args = {"agent_type": "command", "instructions": "# Do it\n", "task": {"id": "t1", "client_id": "c1"},
+            "kb_context": "## KB\n- fact", "environment": ENVIRONMENT, "kb_env": KB_ENV} | overrides
+    return manager.prepare(workspace, StepBrief(**args))  # type: ignore[arg-type]
 
 
 def test_resolve_returns_the_path_under_data_root_when_path_is_relative(manager: WorkspaceManager,
@@ -85,7 +89,8 @@ def test_prepare_writes_the_five_handover_files(manager: WorkspaceManager, root:
     assert jervis == workspace / ".jervis"
     assert {p.name for p in jervis.iterdir()} == HANDOVER_FILES
     assert (jervis / "instructions.md").read_text() == "# Do it\n"
-    assert json.loads((jervis / "task.json").read_text()) == {"id": "t1", "client_id": "c1"}
+    assert json.loads((jervis / "task.json").read_text()) == {
+        "id": "t1", "client_id": "c1", "files": [], "agent_type": "command", "mcp_config": None, "agent_files": []}
     assert (jervis / "kb-context.md").read_text() == "## KB\n- fact"
     assert json.loads((jervis / "environment.json").read_text()) == ENVIRONMENT
     environment_md = (jervis / "environment.md").read_text()
@@ -117,9 +122,7 @@ def test_prepare_excludes_agent_files_from_git_idempotently(manager: WorkspaceMa
     prepare(manager, repo)
     lines = exclude.read_text().splitlines()
     assert lines[:2] == ["# user's own rule", "*.log"]
-    assert lines[2:] == [f"/{name}" for name in AGENT_FILES]
-    (repo / ".claude").mkdir()
-    (repo / ".claude" / "settings.json").write_text("{}")
+    assert lines[2:] == [f"/{name}" for name in (".jervis", *AGENT_RUNTIME_FILES)]
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
 
 
@@ -172,3 +175,64 @@ def test_resolve_rejects_data_root_itself(tmp_path: Path, path: str) -> None:
     manager = WorkspaceManager(tmp_path)
     with pytest.raises(WorkspaceError):
         manager.resolve(path)
+
+
+def test_prepare_writes_claude_files_where_the_repository_has_none(manager: WorkspaceManager, root: Path) -> None:
+    repo = make_git_repo(root / "repo")
+    (repo / "AGENTS.md").write_text("Use tabs.\n")
+    git(repo, "add", "AGENTS.md")
+    git(repo, "commit", "-qm", "guide")
+    jervis = prepare(manager, repo, agent_type="claude", forbidden_files=["*.env"])
+
+    claude_md = (repo / "CLAUDE.md").read_text()
+    assert "Never run git commands" in claude_md and "*.env" in claude_md and "AGENTS.md" in claude_md
+    mcp = json.loads((repo / ".claude" / "mcp.json").read_text())
+    assert mcp["mcpServers"]["jervis-kb"] == {"command": "python3", "args": [KB_MCP_SERVER], "env": KB_ENV}
+    task = json.loads((jervis / "task.json").read_text())
+    assert task["mcp_config"] == ".claude/mcp.json" and sorted(task["agent_files"]) == [".claude/mcp.json",
+                                                                                          "CLAUDE.md"]
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""  # nothing of ours shows
+
+
+def test_prepare_never_touches_the_repositorys_own_claude_md(manager: WorkspaceManager, root: Path) -> None:
+    repo = make_git_repo(root / "repo")
+    (repo / "CLAUDE.md").write_text("# Our own rules\n")
+    git(repo, "add", "CLAUDE.md")
+    git(repo, "commit", "-qm", "rules")
+    prepare(manager, repo, agent_type="claude")
+    assert (repo / "CLAUDE.md").read_text() == "# Our own rules\n"
+    manager.cleanup(repo)
+    assert (repo / "CLAUDE.md").read_text() == "# Our own rules\n"
+    assert not (repo / ".claude").exists()
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_git_variant_of_claude_md_allows_commit_but_not_force_push(manager: WorkspaceManager, root: Path) -> None:
+    jervis = prepare(manager, root / "ws", agent_type="claude",
+                     git_plan={"action": "commit", "branch": "task/t1", "files": ["a.py"]})
+    claude_md = (root / "ws" / "CLAUDE.md").read_text()
+    assert "`git commit`" in claude_md and "Forbidden: `git push --force`, `git reset --hard`, `git rebase`" in claude_md
+    assert json.loads((jervis / "git.json").read_text())["branch"] == "task/t1"
+
+
+def test_aider_config_reads_context_and_repository_guides(manager: WorkspaceManager, root: Path) -> None:
+    workspace = root / "ws"
+    workspace.mkdir()
+    (workspace / "AGENTS.md").write_text("guide")
+    prepare(manager, workspace, agent_type="aider")
+    conf = (workspace / ".aider.conf.yml").read_text()
+    assert "auto-commits: false" in conf and "  - .jervis/kb-context.md" in conf and "  - AGENTS.md" in conf
+
+
+def test_cleanup_removes_what_the_step_added_and_nothing_else(manager: WorkspaceManager, root: Path) -> None:
+    repo = make_git_repo(root / "repo")
+    (repo / ".aider.chat.history.md").write_text("the user's own history")
+    prepare(manager, repo, agent_type="aider")
+    (repo / ".aider.input.history").write_text("written by aider during the step")
+    (repo / "feature.py").write_text("work")
+
+    manager.cleanup(repo)
+
+    assert not (repo / ".aider.conf.yml").exists() and not (repo / ".aider.input.history").exists()
+    assert (repo / ".aider.chat.history.md").read_text() == "the user's own history"
+    assert (repo / "feature.py").read_text() == "work" and not (repo / ".jervis").exists()

@@ -60,7 +60,7 @@ async def ctx(llm: Any, kb: Any, kotlin: Any, mongo_db: Any, tmp_path: Path) -> 
         yield RunContext(
             settings=settings, llm=LitellmProvider(settings),
             kb=KnowledgeBaseClient(http, kb.url, kb.url, timeout=2), kotlin=KotlinClient(http, kotlin.url),
-            context_store=store, runner=LocalRunner(workspaces), workspaces=workspaces,
+            context_store=store, runner=LocalRunner(workspaces, settings), workspaces=workspaces,
         )
         await store.drain()
 

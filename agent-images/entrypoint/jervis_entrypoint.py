@@ -1,0 +1,668 @@
+#!/usr/bin/env python3
+"""Jervis agent entrypoint: one coding-agent step, or one git step, on a workspace.
+
+The contract is agent-images/CONTRACT.md. The same file runs as the ENTRYPOINT of every agent
+image, under the orchestrator's local runner and under the fake Kubernetes API of the tests, so it
+uses the standard library only and runs with any Python >= 3.11.
+
+Whatever happens it tries to leave `.jervis/result.json`, because the orchestrator judges a step
+from that file and the exit code, never from an agent's word alone: the changed files are what
+git sees, and an agent that exits 0 after an error (Aider does) or reports `is_error` in its JSON
+(Claude Code does) has failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+JERVIS_DIR = ".jervis"
+RESULT_FILE = "result.json"
+TAIL_LINES = 60
+AGENT_TYPES = ("aider", "claude", "openhands", "junie", "command")
+EXIT_SUCCESS, EXIT_FAILURE, EXIT_BAD_ENVIRONMENT = 0, 1, 2
+#: Files agents create by themselves in the workspace root (never the step's work).
+AGENT_BYPRODUCTS = (".aider.chat.history.md", ".aider.input.history", ".aider.tags.cache.v4")
+#: Past this size the instructions are not put on the command line (Linux caps one argument at 128 KiB).
+MAX_PROMPT_ARG = 100_000
+FILE_PROMPT = "Read the file .jervis/instructions.md in the current directory and carry out the step it describes."
+#: Lines Aider prints for LLM errors (authentication, connection, server) before it exits 0 anyway.
+#: Anchored at the line start, so code or prose the model wrote about errors does not match.
+AIDER_ERROR = re.compile(r"^(litellm\.\w*(Error|Exception)\b|The API provider's servers are down)")
+GIT_TIMEOUT = 120.0
+PUSH_TIMEOUT = 600.0
+SUMMARY_LIMIT = 4000
+
+
+class BadEnvironment(Exception):
+    """The entrypoint itself cannot run (missing or invalid input): exit 2."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the environment asks for, validated once so the rest never re-reads os.environ."""
+
+    workspace: Path
+    mode: str
+    agent_type: str
+    command: list[str] | None
+    model: str
+    extra_args: list[str]
+    allow_git: bool
+
+
+@dataclass(frozen=True)
+class Step:
+    """The agent step handed over by the orchestrator in `.jervis/`."""
+
+    instructions: str
+    files: list[str]
+    agent_files: list[str]
+    mcp_config: str | None
+
+
+@dataclass
+class AgentRun:
+    """How the agent process ended; `start_error` is set when it could not even be started."""
+
+    exit_code: int | None
+    tail: list[str]
+    result_json: dict[str, Any] | None = None
+    start_error: str | None = None
+    signalled: str | None = None
+
+
+@dataclass
+class Verdict:
+    """The entrypoint's judgement of one agent run, before changed files are added."""
+
+    success: bool
+    summary: str
+    cost_usd: float | None = None
+    claimed_files: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------ configuration
+def load_config(env: Mapping[str, str]) -> Config:
+    """Validate the environment; a bad one is the orchestrator's bug and ends with exit 2."""
+    workspace = workspace_from(env)
+    if workspace is None:
+        raise BadEnvironment("WORKSPACE_PATH must name an existing directory")
+    mode = (env.get("JERVIS_MODE") or "agent").strip().lower()
+    if mode not in ("agent", "git"):
+        raise BadEnvironment(f"JERVIS_MODE must be 'agent' or 'git', not {mode!r}")
+    allow_git = (env.get("ALLOW_GIT") or "").strip().lower() == "true"
+    if mode == "git" and not allow_git:
+        raise BadEnvironment("git mode needs ALLOW_GIT=true")
+    agent_type = (env.get("AGENT_TYPE") or "").strip().lower()
+    if mode == "agent" and agent_type not in AGENT_TYPES:
+        raise BadEnvironment(f"AGENT_TYPE must be one of {', '.join(AGENT_TYPES)}, not {agent_type!r}")
+    command = argv_from(env, "AGENT_COMMAND")
+    if mode == "agent" and agent_type == "command" and not command:
+        raise BadEnvironment("AGENT_TYPE=command needs AGENT_COMMAND (a JSON list of strings)")
+    return Config(
+        workspace=workspace, mode=mode, agent_type=agent_type or "git", command=command,
+        model=(env.get("AGENT_MODEL") or "").strip(), extra_args=argv_from(env, "AGENT_EXTRA_ARGS") or [],
+        allow_git=allow_git,
+    )
+
+
+def workspace_from(env: Mapping[str, str]) -> Path | None:
+    """The workspace directory, or None; used before validation too, to place a failure result."""
+    raw = (env.get("WORKSPACE_PATH") or "").strip()
+    if not raw:
+        return None
+    path = Path(raw).resolve()
+    return path if path.is_dir() else None
+
+
+def argv_from(env: Mapping[str, str], name: str) -> list[str] | None:
+    """A JSON list of strings from the environment (an argv, so no shell quoting rules apply)."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise BadEnvironment(f"{name} is not valid JSON: {exc}") from exc
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise BadEnvironment(f"{name} must be a JSON list of strings")
+    return value
+
+
+def load_step(workspace: Path) -> Step:
+    """Read `.jervis/instructions.md` (required) and `.jervis/task.json` (optional)."""
+    jervis = workspace / JERVIS_DIR
+    try:
+        instructions = (jervis / "instructions.md").read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadEnvironment(f"cannot read {JERVIS_DIR}/instructions.md: {exc}") from exc
+    task = read_json_object(jervis / "task.json", required=False)
+    mcp_config = task.get("mcp_config")
+    return Step(
+        instructions=instructions,
+        files=string_list(task.get("files")),
+        agent_files=string_list(task.get("agent_files")),
+        mcp_config=mcp_config if isinstance(mcp_config, str) and mcp_config else None,
+    )
+
+
+def read_json_object(path: Path, *, required: bool) -> dict[str, Any]:
+    """A JSON object from a hand-over file; a missing optional file is an empty object."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        if required:
+            raise BadEnvironment(f"{path.name} is missing") from exc
+        return {}
+    except (OSError, ValueError) as exc:
+        raise BadEnvironment(f"cannot read {path.name}: {exc}") from exc
+    if not isinstance(value, dict):
+        raise BadEnvironment(f"{path.name} must hold a JSON object")
+    return value
+
+
+def text_field(mapping: Mapping[str, Any], key: str) -> str:
+    """A string field of agent-written JSON ("" if absent or not a string: agents are untrusted)."""
+    value = mapping.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def string_list(value: Any) -> list[str]:
+    """The strings of a JSON list (anything else is ignored: hand-over files are advisory here)."""
+    return [item for item in value if isinstance(item, str) and item] if isinstance(value, list) else []
+
+
+# --------------------------------------------------------------------------- git
+def git(workspace: Path, *args: str, timeout: float = GIT_TIMEOUT, read_only: bool = False,
+        ) -> subprocess.CompletedProcess[str]:
+    """Run git on the workspace. `safe.directory` because the volume may belong to another uid;
+    read-only calls take no optional locks, so `status` never rewrites the index under an agent."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    if read_only:
+        env["GIT_OPTIONAL_LOCKS"] = "0"
+    return subprocess.run(
+        ["git", "-c", "safe.directory=*", "-c", "core.quotepath=off", *args],
+        cwd=workspace, env=env, capture_output=True, text=True, errors="replace", timeout=timeout,
+        stdin=subprocess.DEVNULL, check=False,
+    )
+
+
+class GitError(RuntimeError):
+    """A git command failed; the message carries git's own stderr."""
+
+
+def git_ok(workspace: Path, *args: str, timeout: float = GIT_TIMEOUT) -> str:
+    """stdout of a git command that must succeed."""
+    try:
+        done = git(workspace, *args, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitError(f"git {' '.join(args)}: {exc}") from exc
+    if done.returncode != 0:
+        raise GitError(f"git {' '.join(args)}: {(done.stderr or done.stdout).strip()}")
+    return done.stdout
+
+
+def is_git_repo(workspace: Path) -> bool:
+    """True only when the workspace is the top level of a work tree (paths are then repo-relative)."""
+    try:
+        done = git(workspace, "rev-parse", "--show-toplevel", read_only=True)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and Path(done.stdout.strip()).resolve() == workspace.resolve()
+
+
+def git_snapshot(workspace: Path) -> dict[str, str]:
+    """Dirty paths -> status code and content digest, so a file dirty before the step but changed
+    again by it is still seen, and an untracked or deleted file counts like any other change."""
+    done = git(workspace, "status", "--porcelain=v1", "-z", "--untracked-files=all", read_only=True)
+    if done.returncode != 0:
+        raise GitError(f"git status: {done.stderr.strip()}")
+    state: dict[str, str] = {}
+    entries = iter(done.stdout.split("\0"))
+    for entry in entries:
+        if len(entry) < 4:
+            continue
+        code, path = entry[:2], entry[3:]
+        state[path] = f"{code}:{digest(workspace / path)}"
+        if code[0] in "RC":  # the next entry is the source of a rename or copy
+            source = next(entries, "")
+            if code[0] == "R" and source:
+                state[source] = "R:moved-away"
+    return state
+
+
+def digest(path: Path) -> str:
+    """Content fingerprint of a working-tree path (a deleted path has none)."""
+    if path.is_symlink():
+        return "link:" + os.readlink(path)
+    if path.is_file():
+        sha = hashlib.sha1()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                sha.update(block)
+        return sha.hexdigest()
+    return "dir" if path.is_dir() else "deleted"
+
+
+def changed_between(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
+    """Paths whose status or content differs between two snapshots."""
+    return sorted(path for path in set(before) | set(after) if before.get(path) != after.get(path))
+
+
+def is_reportable(path: str, agent_files: list[str]) -> bool:
+    """Changed files never include our hand-over directory, the orchestrator's agent files or the
+    agents' own housekeeping files (a listed directory excludes everything below it)."""
+    clean = path.strip("/")
+    excluded = [JERVIS_DIR, *AGENT_BYPRODUCTS, *(f.strip("/") for f in agent_files)]
+    return not any(clean == name or clean.startswith(name + "/") for name in excluded if name)
+
+
+# -------------------------------------------------------------------- agent argv
+def agent_argv(config: Config, step: Step, in_git: bool) -> list[str]:
+    """The non-interactive command line of each agent (AGENT_COMMAND replaces it entirely)."""
+    if config.command:
+        return [*config.command, *config.extra_args] if config.agent_type != "command" else config.command
+    builders = {"aider": aider_argv, "claude": claude_argv, "openhands": openhands_argv, "junie": junie_argv}
+    return [*builders[config.agent_type](config, step, in_git), *config.extra_args]
+
+
+def prompt_arg(step: Step) -> str:
+    """The instructions as one argument, or a pointer to the file when they are too long for argv."""
+    return step.instructions if len(step.instructions.encode()) <= MAX_PROMPT_ARG else FILE_PROMPT
+
+
+def aider_argv(config: Config, step: Step, in_git: bool) -> list[str]:
+    """Aider never commits (the orchestrator does, after approval) and keeps its history in .jervis/.
+    `--no-gitignore`: it must not edit the repository's .gitignore; `--no-git` outside a repository,
+    or `--yes-always` would let it run `git init`."""
+    argv = ["aider", "--message-file", f"{JERVIS_DIR}/instructions.md", "--yes-always", "--no-auto-commits",
+            "--no-dirty-commits", "--no-pretty", "--no-stream", "--no-check-update", "--no-analytics",
+            "--no-show-model-warnings", "--no-show-release-notes", "--no-gitignore", "--no-fancy-input",
+            "--chat-history-file", f"{JERVIS_DIR}/aider.chat.history.md",
+            "--input-history-file", f"{JERVIS_DIR}/aider.input.history"]
+    if not in_git:
+        argv.append("--no-git")
+    if config.model:
+        argv += ["--model", config.model]
+    return [*argv, *step.files]
+
+
+def claude_argv(config: Config, step: Step, in_git: bool) -> list[str]:
+    """Claude Code in print mode with a JSON result (its `is_error` and cost are read from it)."""
+    argv = ["claude", "-p", prompt_arg(step), "--output-format", "json", "--permission-mode", "bypassPermissions"]
+    mcp = mcp_config_path(config.workspace, step)
+    if mcp is not None:
+        argv += ["--mcp-config", str(mcp)]
+    if config.model:
+        argv += ["--model", config.model]
+    return argv
+
+
+def openhands_argv(config: Config, step: Step, in_git: bool) -> list[str]:
+    """The OpenHands 1.x CLI, headless (always-approve), task from the file, LLM from LLM_* env."""
+    return ["openhands", "--headless", "--override-with-envs", "-f", f"{JERVIS_DIR}/instructions.md"]
+
+
+def junie_argv(config: Config, step: Step, in_git: bool) -> list[str]:
+    """The Junie CLI, one batch task on this project, without its self-update check."""
+    argv = ["junie", "--task", prompt_arg(step), "--project", str(config.workspace), "--skip-update-check"]
+    mcp = mcp_config_path(config.workspace, step)
+    if mcp is not None:
+        argv += ["--mcp-location", str(mcp)]
+    if config.model:
+        argv += ["--model", config.model]
+    return argv
+
+
+def mcp_config_path(workspace: Path, step: Step) -> Path | None:
+    """The MCP config named in task.json, if it exists (a missing one would abort the agent)."""
+    if step.mcp_config is None:
+        return None
+    path = (workspace / step.mcp_config).resolve()
+    if path.is_file():
+        return path
+    log(f"MCP config {step.mcp_config} not found; running without it")
+    return None
+
+
+def agent_env(config: Config, base: Mapping[str, str]) -> dict[str, str]:
+    """The agent's environment: everything passed through, plus per-agent defaults it needs to run
+    unattended (all overridable by the pod's own values)."""
+    env = dict(base)
+    env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map download at import time
+    if config.agent_type == "claude" and hasattr(os, "geteuid") and os.geteuid() == 0:
+        env.setdefault("IS_SANDBOX", "1")  # claude refuses bypassPermissions as root otherwise
+    if config.agent_type == "openhands" and config.model:
+        env.setdefault("LLM_MODEL", config.model)
+    return env
+
+
+# ------------------------------------------------------------------- agent process
+class _Forwarder:
+    """Passes SIGTERM/SIGINT on to the agent (a pod's PID 1 gets the signal, not the agent), so the
+    agent ends first and the entrypoint still writes its result."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[str] | None = None
+        self.received: str | None = None
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.received = signal.Signals(signum).name
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signum)
+
+
+def run_agent(argv: list[str], workspace: Path, env: Mapping[str, str]) -> AgentRun:
+    """Run the agent, streaming its output line by line (the Job's logs) and keeping the tail."""
+    log(f"running {argv[0]} ({len(argv) - 1} argument(s))")
+    forwarder = _Forwarder()
+    previous = {sig: signal.signal(sig, forwarder) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            process = subprocess.Popen(
+                argv, cwd=workspace, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1,
+            )
+        except OSError as exc:
+            return AgentRun(exit_code=None, tail=[], start_error=f"{type(exc).__name__}: {exc}")
+        forwarder.process = process
+        tail, result_json = pump(process)
+        exit_code = process.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return AgentRun(exit_code=exit_code, tail=tail, result_json=result_json, signalled=forwarder.received)
+
+
+def pump(process: subprocess.Popen[str]) -> tuple[list[str], dict[str, Any] | None]:
+    """Echo each output line, keep the last TAIL_LINES, and remember the last JSON `result` line
+    (Claude Code's final report is one such line)."""
+    assert process.stdout is not None
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    result_json: dict[str, Any] | None = None
+    for raw in process.stdout:
+        line = raw.rstrip("\r\n")
+        print(line, flush=True)
+        tail.append(line)
+        parsed = json_result_line(line)
+        if parsed is not None:
+            result_json = parsed
+    return list(tail), result_json
+
+
+def json_result_line(line: str) -> dict[str, Any] | None:
+    """The line as a JSON object of `"type": "result"`, else None."""
+    text = line.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and value.get("type") == "result" else None
+
+
+# -------------------------------------------------------------------- judgement
+def read_own_result(workspace: Path) -> dict[str, Any] | None:
+    """The agent's own `.jervis/result.json`, if it wrote a valid one."""
+    try:
+        value = json.loads((workspace / JERVIS_DIR / RESULT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def judge(agent_type: str, run: AgentRun, own: dict[str, Any] | None) -> Verdict:
+    """Success needs a clean exit, no error in the agent's own report, and no failure the agent
+    reported itself; the summary prefers the agent's own words."""
+    if run.start_error is not None:
+        return Verdict(False, f"Agent {agent_type} could not be started: {run.start_error}")
+    verdict = judge_output(agent_type, run)
+    own_summary = text_field(own or {}, "summary")
+    if own is not None:
+        verdict.claimed_files = string_list(own.get("changedFiles"))
+        if own.get("success") is not True:
+            verdict.success = False
+        if own_summary.strip():
+            verdict.summary = own_summary.strip()
+    elif agent_type == "command":  # a command agent must report (spec §10.4); the others never do
+        verdict = Verdict(False, "Agent exited 0 but wrote no .jervis/result.json" if run.exit_code == 0
+                          else "Agent wrote no .jervis/result.json")
+    if run.signalled:
+        verdict.success = False
+        verdict.summary = f"Agent stopped by {run.signalled}: {verdict.summary}"
+    if run.exit_code not in (0, None):
+        verdict.success = False
+        verdict.summary = f"{verdict.summary} (agent exited with code {run.exit_code})"
+    return verdict
+
+
+def judge_output(agent_type: str, run: AgentRun) -> Verdict:
+    """What the agent's own output says, before its result file and exit code are considered."""
+    if agent_type == "claude":
+        return judge_claude(run.result_json)
+    if agent_type == "aider":
+        return judge_aider(run.tail)
+    return Verdict(run.exit_code == 0, f"Agent {agent_type} finished" if run.exit_code == 0 else
+                   f"Agent {agent_type} failed")
+
+
+def judge_claude(report: dict[str, Any] | None) -> Verdict:
+    """Claude Code's JSON result: `subtype: success` is not enough, `is_error` must be false."""
+    if report is None:
+        return Verdict(False, "Claude Code printed no JSON result")
+    cost = report.get("total_cost_usd")
+    cost_usd = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+    text = text_field(report, "result")
+    ok = report.get("is_error") is False and report.get("subtype") == "success"
+    if ok:
+        return Verdict(True, text.strip() or "Claude Code finished", cost_usd)
+    reason = text.strip() or str(report.get("subtype") or "error")
+    return Verdict(False, f"Claude Code reported an error: {reason}", cost_usd)
+
+
+def judge_aider(tail: list[str]) -> Verdict:
+    """Aider exits 0 after authentication and connection errors; its output tells."""
+    errors = [line.strip() for line in tail if AIDER_ERROR.match(line.strip())]
+    if errors:
+        return Verdict(False, f"Aider reported an error: {errors[-1][:500]}")
+    return Verdict(True, "Aider finished")
+
+
+# ------------------------------------------------------------------ agent mode
+def run_agent_mode(config: Config, step: Step) -> dict[str, Any]:
+    """Snapshot, run the agent, and describe what it did (changed files from git, not its claim)."""
+    workspace = config.workspace
+    (workspace / JERVIS_DIR / RESULT_FILE).unlink(missing_ok=True)  # a stale result is not this step's
+    in_git = is_git_repo(workspace)
+    before = git_snapshot(workspace) if in_git else {}
+    run = run_agent(agent_argv(config, step, in_git), workspace, agent_env(config, os.environ))
+    verdict = judge(config.agent_type, run, read_own_result(workspace))
+    changed = changed_files(workspace, before, verdict.claimed_files) if in_git else verdict.claimed_files
+    return {
+        "success": verdict.success,
+        "summary": verdict.summary[:SUMMARY_LIMIT],
+        "changedFiles": [path for path in changed if is_reportable(path, step.agent_files)],
+        "exitCode": run.exit_code,
+        "costUsd": verdict.cost_usd,
+        "logTail": "\n".join(run.tail),
+        "agent": config.agent_type,
+    }
+
+
+def changed_files(workspace: Path, before: Mapping[str, str], claimed: list[str]) -> list[str]:
+    """What git shows changed since the snapshot; if git fails after the agent ran, the agent's
+    claim (logged as such) rather than losing the whole result."""
+    try:
+        return changed_between(before, git_snapshot(workspace))
+    except (GitError, OSError, subprocess.TimeoutExpired) as exc:
+        log(f"git status failed after the agent ran ({exc}); reporting the agent's own list")
+        return claimed
+
+
+# -------------------------------------------------------------------- git mode
+@dataclass(frozen=True)
+class GitPlan:
+    """`.jervis/git.json`."""
+
+    action: str
+    branch: str
+    message: str
+    files: list[str]
+    trailer: str
+    remote: str
+
+
+def load_git_plan(workspace: Path) -> GitPlan:
+    """Validate `.jervis/git.json`; a missing field is an orchestrator bug (exit 2)."""
+    plan = read_json_object(workspace / JERVIS_DIR / "git.json", required=True)
+    action = plan.get("action")
+    if action not in ("commit", "push"):
+        raise BadEnvironment("git.json: action must be 'commit' or 'push'")
+    branch = plan.get("branch")
+    if not isinstance(branch, str) or not branch.strip() or branch.startswith("-"):
+        raise BadEnvironment("git.json: branch must be a branch name")
+    remote = plan.get("remote") or "origin"
+    if not isinstance(remote, str) or remote.startswith("-"):
+        raise BadEnvironment("git.json: remote must be a remote name")
+    message, trailer = plan.get("message") or "", plan.get("trailer") or ""
+    if action == "commit" and not (isinstance(message, str) and message.strip()):
+        raise BadEnvironment("git.json: a commit needs a message")
+    if action == "commit" and not (isinstance(trailer, str) and trailer.strip()):
+        raise BadEnvironment("git.json: a commit needs a trailer (it makes the commit idempotent)")
+    return GitPlan(action, branch.strip(), str(message).strip(), string_list(plan.get("files")),
+                   str(trailer).strip(), remote)
+
+
+def run_git_mode(config: Config, plan: GitPlan) -> dict[str, Any]:
+    """Commit or push; a git failure is a failed step (exit 1), not a crash."""
+    try:
+        if plan.action == "commit":
+            return commit(config.workspace, plan)
+        return push(config.workspace, plan)
+    except GitError as exc:
+        result: dict[str, Any] = {"success": False, "summary": str(exc)[:SUMMARY_LIMIT]}
+        if plan.action == "commit":
+            result.update(changedFiles=plan.files, commitSha=None)
+        return result
+
+
+def switch_branch(workspace: Path, branch: str) -> None:
+    """Check out `branch`, creating it from HEAD if missing (local changes travel along)."""
+    current = git_ok(workspace, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    if current == branch:
+        return
+    exists = git(workspace, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").returncode == 0
+    git_ok(workspace, "checkout", branch) if exists else git_ok(workspace, "checkout", "-b", branch)
+
+
+def find_commit(workspace: Path, trailer: str) -> str | None:
+    """The sha of a commit among the last 50 whose message has `trailer` as a line."""
+    log_text = git_ok(workspace, "log", "-n", "50", "--format=%H%x00%B%x01")
+    for record in log_text.split("\x01"):
+        sha, _, body = record.strip().partition("\x00")
+        if sha and any(line.strip() == trailer for line in body.splitlines()):
+            return sha
+    return None
+
+
+def identity_args(workspace: Path) -> list[str]:
+    """A committer identity when the repository and the pod define none (git refuses otherwise)."""
+    named = git(workspace, "config", "user.name").stdout.strip() or os.environ.get("GIT_AUTHOR_NAME")
+    mailed = git(workspace, "config", "user.email").stdout.strip() or os.environ.get("GIT_AUTHOR_EMAIL")
+    args: list[str] = []
+    if not named:
+        args += ["-c", "user.name=Jervis"]
+    if not mailed:
+        args += ["-c", "user.email=jervis@localhost"]
+    return args
+
+
+def commit(workspace: Path, plan: GitPlan) -> dict[str, Any]:
+    """Commit exactly the listed files once per trailer: a re-run reports the earlier commit."""
+    if not plan.files:
+        return {"success": False, "summary": "No files to commit", "changedFiles": [], "commitSha": None}
+    switch_branch(workspace, plan.branch)
+    existing = find_commit(workspace, plan.trailer)
+    if existing is not None:
+        return {"success": True, "summary": f"Already committed as {existing[:12]} on {plan.branch}",
+                "changedFiles": plan.files, "commitSha": existing}
+    git_ok(workspace, "add", "-A", "--", *plan.files)
+    git_ok(workspace, *identity_args(workspace), "commit", "-m", f"{plan.message}\n\n{plan.trailer}",
+           "--", *plan.files)
+    sha = git_ok(workspace, "rev-parse", "HEAD").strip()
+    return {"success": True, "summary": f"Committed {len(plan.files)} file(s) as {sha[:12]} on {plan.branch}",
+            "changedFiles": plan.files, "commitSha": sha}
+
+
+def push(workspace: Path, plan: GitPlan) -> dict[str, Any]:
+    """Push the branch to its namesake on the remote; never forced."""
+    remotes = git_ok(workspace, "remote").split()
+    if plan.remote not in remotes:
+        return {"success": False, "summary": f"No git remote '{plan.remote}' is configured"}
+    git_ok(workspace, "push", plan.remote, f"{plan.branch}:{plan.branch}", timeout=PUSH_TIMEOUT)
+    return {"success": True, "summary": f"Pushed {plan.branch} to {plan.remote}"}
+
+
+# ------------------------------------------------------------------------- main
+def write_result(workspace: Path, result: Mapping[str, Any]) -> None:
+    """Write `.jervis/result.json` atomically (a reader never sees half a file)."""
+    jervis = workspace / JERVIS_DIR
+    jervis.mkdir(exist_ok=True)
+    temporary = jervis / f".{RESULT_FILE}.{os.getpid()}.tmp"
+    temporary.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
+    os.replace(temporary, jervis / RESULT_FILE)
+
+
+def log(message: str) -> None:
+    """Entrypoint messages go to the same stream as the agent's (the Job's log)."""
+    print(f"[jervis-entrypoint] {message}", flush=True)
+
+
+def bad_environment(env: Mapping[str, str], reason: str) -> int:
+    """Exit 2 with the reason on stderr, and a failure result if there is a workspace to put it in."""
+    print(f"jervis-entrypoint: {reason}", file=sys.stderr, flush=True)
+    workspace = workspace_from(env)
+    if workspace is not None:
+        try:
+            write_result(workspace, {"success": False, "summary": f"Entrypoint cannot run: {reason}",
+                                     "changedFiles": [], "exitCode": None, "costUsd": None, "logTail": "",
+                                     "agent": (env.get("AGENT_TYPE") or "").strip()})
+        except OSError:
+            pass
+    return EXIT_BAD_ENVIRONMENT
+
+
+def main(env: Mapping[str, str] | None = None) -> int:
+    """Validate, run the step, write the result; 0 success, 1 failed step, 2 bad environment."""
+    env = os.environ if env is None else env
+    try:
+        config = load_config(env)
+        os.chdir(config.workspace)  # the agent and git both work in the workspace
+        if config.mode == "git":
+            result = run_git_mode(config, load_git_plan(config.workspace))
+        else:
+            result = run_agent_mode(config, load_step(config.workspace))
+    except BadEnvironment as exc:
+        return bad_environment(env, str(exc))
+    except (GitError, OSError, subprocess.TimeoutExpired) as exc:  # the workspace itself is unusable
+        return bad_environment(env, f"{type(exc).__name__}: {exc}")
+    write_result(config.workspace, result)
+    log(f"{'success' if result['success'] else 'failure'}: {result['summary'][:200]}")
+    return EXIT_SUCCESS if result["success"] else EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

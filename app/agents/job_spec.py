@@ -1,0 +1,112 @@
+"""Pure builders of agent Jobs (spec §10.2): names, labels and the V1Job itself.
+
+Names are deterministic per thread, goal, step, mode and attempt, so that an orchestrator that
+restarts mid-step finds the Job it already created instead of starting a second one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from kubernetes import client
+
+from app.agents.base import AgentJob
+from app.config import Settings
+
+APP_LABEL = "jervis-agent"
+MAX_NAME = 63
+_INVALID = re.compile(r"[^a-z0-9-]+")
+
+
+def _slug(value: str, limit: int) -> str:
+    return _INVALID.sub("-", value.lower()).strip("-")[:limit].strip("-") or "x"
+
+
+def job_name(job: AgentJob) -> str:
+    """`jervis-<task>-g<goal>-s<step>-<digest>`: readable, DNS-1123 label, ≤ 63 characters."""
+    key = f"{job.thread_id}:{job.goal_index}:{job.step_index}:{job.mode}:{job.attempt}"
+    digest = hashlib.sha1(key.encode()).hexdigest()[:8]
+    where = f"g{job.goal_index}-s{job.step_index}" if job.mode == "agent" else job.mode
+    head = f"jervis-{_slug(job.task_id, 24)}-{where}"
+    return f"{head[: MAX_NAME - 9].rstrip('-')}-{digest}"
+
+
+def label_value(value: str) -> str:
+    """Label values: ≤ 63 characters of [A-Za-z0-9-_.], alphanumeric at both ends."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", value)[:63]
+    return cleaned.strip("-_.") or "none"
+
+
+def job_labels(job: AgentJob) -> dict[str, str]:
+    return {"app": APP_LABEL, "agent-type": label_value(job.agent_type), "task-id": label_value(job.task_id),
+            "jervis-mode": job.mode}
+
+
+def agent_image(settings: Settings, agent_type: str) -> str:
+    name = settings.agent_images.get(agent_type, f"jervis-{agent_type}")
+    return f"{settings.container_registry.rstrip('/')}/{name}:{settings.agent_image_tag}"
+
+
+def _env(settings: Settings, job: AgentJob) -> list[client.V1EnvVar]:
+    plain = {
+        "TASK_ID": job.task_id,
+        "CLIENT_ID": job.client_id,
+        "PROJECT_ID": job.project_id or "",
+        "WORKSPACE_PATH": str(job.workspace),
+        "OLLAMA_URL": settings.ollama_url,
+        "KNOWLEDGEBASE_URL": settings.knowledgebase_url,
+        "KNOWLEDGEBASE_WRITE_URL": settings.kb_write_url,
+        "ALLOW_GIT": "true" if job.allow_git else "false",
+        "AGENT_TYPE": job.agent_type,
+        "AGENT_MODEL": settings.agent_models.get(job.agent_type, ""),
+        "JERVIS_MODE": "agent" if job.mode == "agent" else "git",
+    }
+    env = [client.V1EnvVar(name=key, value=value) for key, value in plain.items()]
+    # API keys by reference only: the values never appear in the Job object.
+    env += [
+        client.V1EnvVar(name=key, value_from=client.V1EnvVarSource(
+            secret_key_ref=client.V1SecretKeySelector(name=settings.agent_secret_name, key=key, optional=True)))
+        for key in settings.agent_secret_keys
+    ]
+    return env
+
+
+def build_job(settings: Settings, job: AgentJob) -> client.V1Job:
+    labels = job_labels(job)
+    container = client.V1Container(
+        name="agent",
+        image=agent_image(settings, job.agent_type),
+        image_pull_policy="IfNotPresent",
+        env=_env(settings, job),
+        working_dir=str(job.workspace),
+        volume_mounts=[client.V1VolumeMount(name="data", mount_path=str(settings.data_root))],
+        resources=client.V1ResourceRequirements(
+            requests={"cpu": settings.agent_cpu_request, "memory": settings.agent_memory_request},
+            limits={"cpu": settings.agent_cpu_limit, "memory": settings.agent_memory_limit},
+        ),
+        security_context=client.V1SecurityContext(allow_privilege_escalation=False, run_as_non_root=True),
+    )
+    pod = client.V1PodSpec(
+        restart_policy="Never",
+        containers=[container],
+        volumes=[client.V1Volume(name="data", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(
+            claim_name=settings.pvc_claim_name))],
+        service_account_name=settings.agent_service_account,
+        security_context=client.V1PodSecurityContext(run_as_user=1000, run_as_group=1000, fs_group=1000),
+    )
+    return client.V1Job(
+        api_version="batch/v1",
+        kind="Job",
+        metadata=client.V1ObjectMeta(
+            name=job_name(job), namespace=settings.k8s_namespace, labels=labels,
+            annotations={"jervis/thread-id": job.thread_id, "jervis/goal-index": str(job.goal_index),
+                         "jervis/step-index": str(job.step_index)},
+        ),
+        spec=client.V1JobSpec(
+            backoff_limit=0,
+            ttl_seconds_after_finished=settings.job_ttl_seconds,
+            active_deadline_seconds=max(1, int(job.timeout_seconds)),
+            template=client.V1PodTemplateSpec(metadata=client.V1ObjectMeta(labels=labels), spec=pod),
+        ),
+    )

@@ -1,0 +1,167 @@
+"""Kubernetes Job runner: one Job per step (spec §10).
+
+Completion is decided from the Job's status (a watch wakes the runner, polling backs it up),
+never from the log stream; logs are streamed to the service log and the run's events as they
+come. Job names are deterministic, so after an orchestrator restart the runner re-attaches to a
+Job that still runs. Cancel and timeout delete the Job with Background propagation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
+
+from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
+from app.agents.job_spec import APP_LABEL, build_job, job_name, label_value
+from app.agents.k8s_client import (
+    KubernetesApi, fatal_pod_problem, job_failure_reason, job_finished, pod_started,
+)
+from app.agents.outcome import judge
+from app.agents.workspace import ResultFileError, WorkspaceManager
+from app.config import Settings
+
+log = logging.getLogger(__name__)
+
+TAIL_LINES = 60
+#: Beyond `activeDeadlineSeconds`: time for scheduling and image pulls before the runner gives up.
+START_GRACE_SECONDS = 120
+
+
+class KubernetesJobRunner:
+    def __init__(self, api: KubernetesApi, workspaces: WorkspaceManager, settings: Settings) -> None:
+        self._api = api
+        self._workspaces = workspaces
+        self._settings = settings
+        self._local_slots: dict[str, asyncio.Semaphore] = {}
+
+    async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
+        name = job_name(job)
+        async with self._agent_slot(job.agent_type):
+            existing = await self._api.read_job(name)
+            if existing is not None and job_finished(existing) and not self._has_result(job):
+                # Finished, but its result is gone (cleaned up before the node was checkpointed).
+                await self._api.delete_job(name)
+                await self._wait_gone(name)
+                existing = None
+            if existing is None:
+                await self._wait_for_capacity(job.agent_type)
+                prepare()
+                if await self._api.create_job(build_job(self._settings, job)) is None:
+                    log.info("Job %s already exists: attaching to it", name)
+            else:
+                log.info("re-attaching to Job %s", name)
+            return await self._follow(name, job, on_log)
+
+    @contextlib.asynccontextmanager
+    async def _agent_slot(self, agent: str) -> AsyncIterator[None]:
+        """Per-agent limit in this process (the cluster-wide count is checked before creating)."""
+        limit = self._settings.agent_concurrency.get(agent, 1)
+        slot = self._local_slots.setdefault(agent, asyncio.Semaphore(limit))
+        async with slot:
+            yield
+
+    async def _wait_for_capacity(self, agent: str) -> None:
+        limit = self._settings.agent_concurrency.get(agent, 1)
+        selector = f"app={APP_LABEL},agent-type={label_value(agent)}"
+        while True:
+            active = [j for j in await self._api.list_jobs(selector) if not job_finished(j)]
+            if len(active) < limit:
+                return
+            log.info("%d %s Jobs running (limit %d): waiting", len(active), agent, limit)
+            await asyncio.sleep(self._settings.k8s_poll_seconds)
+
+    def _has_result(self, job: AgentJob) -> bool:
+        try:
+            self._workspaces.read_result(job.workspace)
+        except ResultFileError:
+            return False
+        return True
+
+    async def _wait_gone(self, name: str) -> None:
+        while await self._api.read_job(name) is not None:
+            await asyncio.sleep(self._settings.k8s_poll_seconds / 4)
+
+    async def _follow(self, name: str, job: AgentJob, on_log: LogSink | None) -> AgentResult:
+        loop = asyncio.get_running_loop()
+        tail: deque[str] = deque(maxlen=TAIL_LINES)
+        lines: asyncio.Queue[str] = asyncio.Queue()
+        stop = threading.Event()
+        logs = asyncio.create_task(self._stream_logs(name, lambda line: loop.call_soon_threadsafe(
+            lines.put_nowait, line), stop))
+        pump = asyncio.create_task(_pump(lines, tail, name, on_log))
+        try:
+            failure = await self._wait_until_done(name, job)
+            if failure is not None:
+                await self._api.delete_job(name)
+            with contextlib.suppress(TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(logs), 5)  # the last lines
+        except BaseException:  # cancelled: the agent must not outlive its run
+            stop.set()
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._api.delete_job(name))
+            raise
+        finally:
+            stop.set()
+            logs.cancel()
+            await asyncio.sleep(0)  # let queued lines reach the pump
+            while not lines.empty():
+                _emit(lines.get_nowait(), tail, name, on_log)
+            pump.cancel()
+        exit_code = await self._exit_code(name)
+        return judge(self._workspaces, job, exit_code=exit_code, log_tail="\n".join(tail), failure=failure)
+
+    async def _wait_until_done(self, name: str, job: AgentJob) -> str | None:
+        """None when the Job completed or failed by itself; else why the runner stopped it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + job.timeout_seconds + START_GRACE_SECONDS
+        while True:
+            current = await self._api.read_job(name)
+            if current is None:
+                return f"Job {name} was deleted before it finished"
+            state = job_finished(current)
+            if state == "Failed" and job_failure_reason(current) == "DeadlineExceeded":
+                return f"Agent {job.agent_type} timed out after {job.timeout_seconds:g} s"
+            if state is not None:
+                return None
+            problem = fatal_pod_problem(await self._api.job_pods(name))
+            if problem is not None:
+                return f"Agent {job.agent_type} could not start: {problem}"
+            if loop.time() > deadline:
+                return f"Agent {job.agent_type} timed out after {job.timeout_seconds:g} s (Job never finished)"
+            await self._api.wait_for_change(name, self._settings.k8s_poll_seconds)
+
+    async def _stream_logs(self, name: str, on_line: LogSink, stop: threading.Event) -> None:
+        while not stop.is_set():
+            pods = await self._api.job_pods(name)
+            started = [p for p in pods if pod_started(p)]
+            if started:
+                try:
+                    await asyncio.to_thread(self._api.follow_logs, started[0].metadata.name, on_line, stop)
+                    return
+                except Exception as exc:  # e.g. the container restarted or the pod went away
+                    log.debug("log stream of %s interrupted: %s", name, exc)
+            await asyncio.sleep(0.25)
+
+    async def _exit_code(self, name: str) -> int | None:
+        with contextlib.suppress(Exception):
+            for pod in await self._api.job_pods(name):
+                for status in (pod.status.container_statuses or []) if pod.status else []:
+                    if status.state and status.state.terminated:
+                        return status.state.terminated.exit_code
+        return None
+
+
+async def _pump(lines: asyncio.Queue[str], tail: deque[str], name: str, on_log: LogSink | None) -> None:
+    while True:
+        _emit(await lines.get(), tail, name, on_log)
+
+
+def _emit(line: str, tail: deque[str], name: str, on_log: LogSink | None) -> None:
+    tail.append(line)
+    log.info("[%s] %s", name, line)
+    if on_log is not None:
+        on_log(line)

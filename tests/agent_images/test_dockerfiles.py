@@ -1,0 +1,156 @@
+"""Static checks of the agent Dockerfiles (no Docker engine here, so nothing is built).
+
+A tiny parser (continuation lines, comments, exec-form JSON) checks what the images promise:
+valid instructions, pinned base images, a non-root numeric USER before the ENTRYPOINT, the shared
+entrypoint and KB MCP server copied in, every COPY source present in the build context
+(`docker build -f agent-images/<agent>/Dockerfile agent-images`), git with `safe.directory`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass
+
+import pytest
+
+from tests.agent_images.conftest import REPO_ROOT
+
+CONTEXT = REPO_ROOT / "agent-images"
+AGENTS = ("aider", "claude", "openhands", "junie")
+ENTRYPOINT_PATH = "/opt/jervis/jervis_entrypoint.py"
+KB_SERVER_PATH = "/opt/jervis/mcp/kb_server.py"
+KEYWORDS = {"ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK", "LABEL",
+            "MAINTAINER", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME", "WORKDIR"}
+
+
+@dataclass(frozen=True)
+class Instruction:
+    keyword: str
+    args: str
+    line: int
+
+
+def parse_dockerfile(text: str) -> list[Instruction]:
+    """Instructions with continuations joined; comment lines are dropped, also inside continuations
+    (as Docker does). Parser directives (`# syntax=`) are comments here."""
+    instructions: list[Instruction] = []
+    pending: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if not pending:
+            start = number
+        if stripped.endswith("\\"):
+            pending.append(stripped[:-1].strip())
+            continue
+        pending.append(stripped)
+        keyword, _, args = " ".join(part for part in pending if part).partition(" ")
+        instructions.append(Instruction(keyword.upper(), args.strip(), start))
+        pending = []
+    assert not pending, "the Dockerfile ends inside a continuation"
+    return instructions
+
+
+def exec_form(args: str) -> list[str]:
+    value = json.loads(args)
+    assert isinstance(value, list) and all(isinstance(item, str) for item in value), f"not exec form: {args}"
+    return value
+
+
+def env_pairs(args: str) -> dict[str, str]:
+    """`ENV a=1 b="x y"` (and the legacy `ENV a 1`)."""
+    words = shlex.split(args)
+    if words and "=" not in words[0]:
+        return {words[0]: " ".join(words[1:])}
+    return dict(word.split("=", 1) for word in words)
+
+
+def copy_sources(args: str) -> tuple[list[str], str]:
+    """Sources and destination of a COPY/ADD, without its --flags (exec form accepted too)."""
+    words = exec_form(args) if args.startswith("[") else shlex.split(args)
+    words = [word for word in words if not word.startswith("--")]
+    return words[:-1], words[-1]
+
+
+def image_is_pinned(image: str) -> bool:
+    """A tag other than `latest`, or a digest (a registry port is not a tag)."""
+    if "@sha256:" in image:
+        return True
+    name = image.rsplit("/", 1)[-1]
+    return ":" in name and name.split(":", 1)[1] not in ("", "latest")
+
+
+@pytest.fixture(params=AGENTS)
+def dockerfile(request: pytest.FixtureRequest) -> tuple[str, list[Instruction]]:
+    path = CONTEXT / request.param / "Dockerfile"
+    assert path.is_file(), f"missing {path}"
+    return request.param, parse_dockerfile(path.read_text())
+
+
+def test_parser_handles_continuations_and_comments() -> None:
+    parsed = parse_dockerfile("# syntax=docker/dockerfile:1\nFROM a:1\nRUN x \\\n  # note\n  && y\nUSER 1000\n")
+    expected = [("FROM", "a:1", 2), ("RUN", "x && y", 3), ("USER", "1000", 6)]
+    assert [(i.keyword, i.args, i.line) for i in parsed] == expected
+    assert env_pairs('A=1 B="x y"') == {"A": "1", "B": "x y"} and env_pairs("A 1") == {"A": "1"}
+    assert image_is_pinned("python:3.11-slim") and image_is_pinned("r:5000/x@sha256:ab")
+    assert not image_is_pinned("python") and not image_is_pinned("node:latest") and not image_is_pinned("r:5000/x")
+
+
+def test_instructions_are_valid(dockerfile: tuple[str, list[Instruction]]) -> None:
+    _, instructions = dockerfile
+    assert instructions and instructions[0].keyword in ("FROM", "ARG")
+    assert {i.keyword for i in instructions} <= KEYWORDS
+
+
+def test_base_images_are_pinned(dockerfile: tuple[str, list[Instruction]]) -> None:
+    _, instructions = dockerfile
+    images = [i.args.split()[0] for i in instructions if i.keyword == "FROM"]
+    assert images and all(image_is_pinned(image) for image in images), images
+
+
+def test_runs_as_non_root_with_the_shared_entrypoint(dockerfile: tuple[str, list[Instruction]]) -> None:
+    agent, instructions = dockerfile
+    keywords = [i.keyword for i in instructions]
+    assert keywords.count("ENTRYPOINT") == 1
+    entrypoint_at = keywords.index("ENTRYPOINT")
+    users = [i.args for i in instructions[:entrypoint_at] if i.keyword == "USER"]
+    assert users and users[-1] == "1000:1000", "a numeric non-root user, so runAsNonRoot can verify it"
+    assert exec_form(instructions[entrypoint_at].args) == ["python3", ENTRYPOINT_PATH]
+    copies = {destination: sources for sources, destination in
+              (copy_sources(i.args) for i in instructions if i.keyword == "COPY")}
+    assert copies.get(ENTRYPOINT_PATH) == ["entrypoint/jervis_entrypoint.py"]
+    assert copies.get(KB_SERVER_PATH) == ["kb_mcp/kb_server.py"]
+    env: dict[str, str] = {}
+    for instruction in instructions:
+        if instruction.keyword == "ENV":
+            env |= env_pairs(instruction.args)
+    assert env.get("AGENT_TYPE") == agent
+    assert env.get("PATH", "").startswith("/opt/jervis/venv/bin:"), "python3 must be the venv with the MCP SDK"
+    assert any(i.keyword == "WORKDIR" for i in instructions)
+
+
+def test_every_copy_source_is_in_the_build_context(dockerfile: tuple[str, list[Instruction]]) -> None:
+    _, instructions = dockerfile
+    for instruction in instructions:
+        if instruction.keyword in ("COPY", "ADD") and "--from=" not in instruction.args:
+            sources, _ = copy_sources(instruction.args)
+            for source in sources:
+                assert (CONTEXT / source).exists(), f"line {instruction.line}: {source} not in {CONTEXT}"
+
+
+def test_git_is_installed_and_the_volume_is_a_safe_directory(dockerfile: tuple[str, list[Instruction]]) -> None:
+    _, instructions = dockerfile
+    runs = " ".join(i.args for i in instructions if i.keyword == "RUN")
+    assert re.search(r"apt-get install [^&]*\bgit\b", runs)
+    assert "git config --system --add safe.directory '*'" in runs
+
+
+def test_the_kb_server_path_matches_the_orchestrators_mcp_config() -> None:
+    """`.claude/mcp.json` (written by app/agents/workspace.py) starts the server at this path."""
+    source = (REPO_ROOT / "app" / "agents" / "workspace.py").read_text()
+    assert f'"{KB_SERVER_PATH}"' in source
+    assert (CONTEXT / "kb_mcp" / "requirements.txt").read_text().split() == ["mcp==2.3.0"]

@@ -1,0 +1,355 @@
+"""The agent entrypoint as a real process on real git repositories (agent-images/CONTRACT.md).
+
+Agent mode drives the deterministic scripted agent (app/agents/scripted_agent.py) as an
+`AGENT_TYPE=command` agent, and a tiny fake `claude` for Claude Code's JSON shapes. Git mode
+commits and pushes to a local bare repository.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agent_images.conftest import ENTRYPOINT, REPO_ROOT, base_env
+from tests.support import file_block, git, make_git_repo
+
+SCRIPTED_AGENT = REPO_ROOT / "app" / "agents" / "scripted_agent.py"
+AGENT = [sys.executable, str(SCRIPTED_AGENT)]
+
+
+def hand_over(workspace: Path, instructions: str, **task: Any) -> None:
+    """What the orchestrator writes before a step: `.jervis/instructions.md` and `task.json`."""
+    jervis = workspace / ".jervis"
+    jervis.mkdir(parents=True, exist_ok=True)
+    (jervis / "instructions.md").write_text(instructions, encoding="utf-8")
+    (jervis / "task.json").write_text(json.dumps({"files": [], "mcp_config": None, "agent_files": [], **task}))
+
+
+Run = tuple[subprocess.CompletedProcess[str], dict[str, Any]]
+
+
+def run_entrypoint(workspace: Path, *, agent_type: str = "command", command: list[str] | None = AGENT,
+                   path_prefix: Path | None = None, **env: str) -> Run:
+    """Run the entrypoint as the local runner does; return the process and `.jervis/result.json`."""
+    environment = base_env(WORKSPACE_PATH=str(workspace), AGENT_TYPE=agent_type, TASK_ID="t1", **env)
+    if command is not None:
+        environment["AGENT_COMMAND"] = json.dumps(command)
+    if path_prefix is not None:
+        environment["PATH"] = f"{path_prefix}{os.pathsep}{environment['PATH']}"
+    done = subprocess.run([sys.executable, str(ENTRYPOINT)], env=environment, cwd=workspace, capture_output=True,
+                          text=True, timeout=120)
+    result_path = workspace / ".jervis" / "result.json"
+    result = json.loads(result_path.read_text()) if result_path.exists() else {}
+    return done, result
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_git_repo(tmp_path / "repo")
+
+
+def head(repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+# ------------------------------------------------------------------ agent mode
+def test_changed_files_come_from_git_not_from_the_agent(repo: Path) -> None:
+    """Untracked new, modified, deleted and unclaimed files count; .jervis/, agent files and files
+    that were already dirty before the step (and untouched) do not. The entrypoint commits nothing."""
+    (repo / "old.txt").write_text("old\n")
+    git(repo, "add", "old.txt")
+    git(repo, "commit", "-qm", "old")
+    (repo / "dirty-before.txt").write_text("left alone\n")
+    (repo / "CLAUDE.md").write_text("# for the agent\n")
+    before = head(repo)
+    hand_over(repo, "\n".join([file_block("src/new.py", "x = 1"), file_block("README.md", "# changed"),
+                               file_block("CLAUDE.md", "# the agent touched it")]),
+              agent_files=["CLAUDE.md", ".claude/mcp.json"])
+    sneaky = ["sh", "-c", f"rm old.txt && echo x > unclaimed.txt && exec {shlex.join(AGENT)}"]
+
+    done, result = run_entrypoint(repo, command=sneaky)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert result["changedFiles"] == ["README.md", "old.txt", "src/new.py", "unclaimed.txt"]
+    assert result["success"] is True and result["exitCode"] == 0 and result["agent"] == "command"
+    assert result["summary"] == "Wrote 3 file(s): src/new.py, README.md, CLAUDE.md"  # the agent's own summary
+    assert result["costUsd"] is None
+    assert "wrote src/new.py" in result["logTail"] and "wrote src/new.py" in done.stdout  # streamed and kept
+    assert head(repo) == before and git(repo, "diff", "--cached", "--name-only") == ""
+
+
+def test_a_file_changed_again_while_already_dirty_counts(repo: Path) -> None:
+    (repo / "README.md").write_text("dirty before the step\n")
+    hand_over(repo, file_block("README.md", "changed by the step"))
+    _, result = run_entrypoint(repo)
+    assert result["changedFiles"] == ["README.md"]
+
+
+def test_agent_reporting_failure_fails_the_step(repo: Path) -> None:
+    hand_over(repo, "@@FAIL tests do not pass\n" + file_block("a.py", "a = 1"))
+    done, result = run_entrypoint(repo)
+    assert done.returncode == 1
+    assert (result["success"], result["summary"], result["exitCode"]) == (False, "tests do not pass", 0)
+    assert result["changedFiles"] == ["a.py"]  # what it did is still reported
+
+
+def test_agent_exiting_non_zero_fails_the_step(repo: Path) -> None:
+    hand_over(repo, "@@EXIT 3\n")
+    done, result = run_entrypoint(repo)
+    assert done.returncode == 1
+    assert (result["success"], result["exitCode"]) == (False, 3)
+    assert result["summary"] == "Agent wrote no .jervis/result.json (agent exited with code 3)"
+
+
+def test_success_claim_with_non_zero_exit_is_a_failure(repo: Path) -> None:
+    hand_over(repo, file_block("a.py", "a = 1"))
+    done, result = run_entrypoint(repo, command=["sh", "-c", f"{shlex.join(AGENT)}; exit 2"])
+    assert done.returncode == 1 and result["success"] is False
+    assert result["summary"] == "Wrote 1 file(s): a.py (agent exited with code 2)"
+
+
+def test_exit_zero_without_a_result_still_leaves_one(repo: Path) -> None:
+    """A stale result of an earlier step must not be mistaken for this step's."""
+    hand_over(repo, "@@NO_RESULT\n" + file_block("a.py", "a = 1"))
+    (repo / ".jervis" / "result.json").write_text(json.dumps({"success": True, "summary": "stale"}))
+    done, result = run_entrypoint(repo)
+    assert done.returncode == 1
+    assert result["success"] is False and result["exitCode"] == 0
+    assert result["summary"] == "Agent exited 0 but wrote no .jervis/result.json"
+    assert result["changedFiles"] == []
+
+
+@pytest.mark.parametrize(("agent_type", "command", "name"), [
+    ("command", ["/nonexistent/agent"], "command"),
+    ("aider", None, "aider"),  # not installed on this PATH
+])
+def test_missing_agent_binary_is_a_failed_step(repo: Path, agent_type: str, command: list[str] | None,
+                                               name: str) -> None:
+    hand_over(repo, "do something", files=["README.md"])
+    done, result = run_entrypoint(repo, agent_type=agent_type, command=command, PATH="/usr/bin:/bin")
+    assert done.returncode == 1
+    assert result["success"] is False and result["exitCode"] is None
+    assert result["summary"].startswith(f"Agent {name} could not be started: FileNotFoundError")
+    assert result["changedFiles"] == [] and result["agent"] == name
+
+
+def test_outside_git_the_agent_claim_is_used(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    hand_over(plain, file_block("a.py", "a = 1"))
+    _, result = run_entrypoint(plain, command=["sh", "-c", f"echo x > unclaimed.txt && exec {shlex.join(AGENT)}"])
+    assert result["success"] is True and result["changedFiles"] == ["a.py"]
+
+
+@pytest.mark.parametrize("env", [
+    {"AGENT_TYPE": "bogus"},
+    {"AGENT_COMMAND": "python agent.py"},  # not a JSON list
+    {"JERVIS_MODE": "git"},  # without ALLOW_GIT=true
+])
+def test_bad_environment_exits_2_with_a_failure_result(repo: Path, env: dict[str, str]) -> None:
+    hand_over(repo, "x")
+    environment = base_env(WORKSPACE_PATH=str(repo), AGENT_TYPE="command", AGENT_COMMAND=json.dumps(AGENT)) | env
+    done = subprocess.run([sys.executable, str(ENTRYPOINT)], env=environment, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and done.stderr.startswith("jervis-entrypoint: ")
+    result = json.loads((repo / ".jervis" / "result.json").read_text())
+    assert result["success"] is False and result["summary"].startswith("Entrypoint cannot run: ")
+
+
+def test_missing_workspace_exits_2(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(ENTRYPOINT)], env=base_env(WORKSPACE_PATH=str(tmp_path / "nope")),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "WORKSPACE_PATH" in done.stderr
+
+
+def test_missing_instructions_exit_2(repo: Path) -> None:
+    done, result = run_entrypoint(repo)
+    assert done.returncode == 2 and "instructions.md" in result["summary"]
+
+
+def test_sigterm_is_forwarded_and_the_result_still_written(repo: Path) -> None:
+    """A Job's PID 1 gets the SIGTERM: the agent must stop too, and the step is reported failed."""
+    hand_over(repo, "@@SLEEP 30\n")
+    environment = base_env(WORKSPACE_PATH=str(repo), AGENT_TYPE="command", AGENT_COMMAND=json.dumps(AGENT))
+    process = subprocess.Popen([sys.executable, str(ENTRYPOINT)], env=environment, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    for line in process.stdout:
+        if "sleeping 30" in line:
+            break
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=10) == 1
+    assert time.monotonic() - started < 5
+    result = json.loads((repo / ".jervis" / "result.json").read_text())
+    assert result["success"] is False and result["summary"].startswith("Agent stopped by SIGTERM")
+    assert result["exitCode"] == -signal.SIGTERM
+
+
+# -------------------------------------------------------------- Claude's JSON
+FAKE_CLAUDE = textwrap.dedent('''\
+    #!{python}
+    """Fake Claude Code: records its argv and env, then prints the JSON shape FAKE_CLAUDE asks for."""
+    import json, os, pathlib, sys
+    pathlib.Path(os.environ["FAKE_CLAUDE_LOG"]).write_text(json.dumps(
+        {{"argv": sys.argv[1:], "is_sandbox": os.environ.get("IS_SANDBOX")}}))
+    mode = os.environ["FAKE_CLAUDE"]
+    pathlib.Path("hello.txt").write_text("hi\\n")
+    if mode == "own-result":
+        pathlib.Path(".jervis/result.json").write_text(json.dumps({{"success": True, "summary": "My own words"}}))
+    if mode == "text":
+        print("Done, I think.")
+        sys.exit(0)
+    report = {{"type": "result", "subtype": "success", "is_error": False, "result": "Created hello.txt",
+              "total_cost_usd": 0.0123, "num_turns": 2}}
+    if mode == "is-error":
+        report.update(is_error=True, result="API Error: 401 invalid x-api-key", total_cost_usd=0)
+    if mode == "max-turns":
+        report.update(subtype="error_max_turns", is_error=True, result="")
+    print("some progress line")
+    print(json.dumps(report))
+    sys.exit(1 if mode == "max-turns" else 0)
+''')
+
+
+@pytest.fixture
+def fake_claude(tmp_path: Path) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "claude"
+    script.write_text(FAKE_CLAUDE.format(python=sys.executable))
+    script.chmod(0o755)
+    return bin_dir
+
+
+@pytest.mark.parametrize(("mode", "success", "summary", "cost", "exit_code"), [
+    ("success", True, "Created hello.txt", 0.0123, 0),
+    ("is-error", False, "Claude Code reported an error: API Error: 401 invalid x-api-key", 0.0, 0),
+    ("max-turns", False, "Claude Code reported an error: error_max_turns (agent exited with code 1)", 0.0123, 1),
+    ("text", False, "Claude Code printed no JSON result", None, 0),
+    ("own-result", True, "My own words", 0.0123, 0),
+])
+def test_claude_json_result_decides(repo: Path, fake_claude: Path, tmp_path: Path, mode: str, success: bool,
+                                    summary: str, cost: float | None, exit_code: int) -> None:
+    """`subtype: success` with `is_error: true` is a failure; cost comes from `total_cost_usd`."""
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "mcp.json").write_text("{}")
+    hand_over(repo, "Create hello.txt", mcp_config=".claude/mcp.json", agent_files=[".claude/mcp.json"])
+    log = tmp_path / "claude.json"
+    done, result = run_entrypoint(repo, agent_type="claude", command=None, path_prefix=fake_claude,
+                                  AGENT_MODEL="test-model", FAKE_CLAUDE=mode, FAKE_CLAUDE_LOG=str(log))
+    assert (result["success"], result["summary"], result["costUsd"], result["exitCode"]) == (
+        success, summary, cost, exit_code)
+    assert done.returncode == (0 if success else 1)
+    assert result["changedFiles"] == ["hello.txt"] and result["agent"] == "claude"
+    call = json.loads(log.read_text())
+    assert call["argv"] == ["-p", "Create hello.txt", "--output-format", "json", "--permission-mode",
+                            "bypassPermissions", "--mcp-config", str(repo / ".claude" / "mcp.json"),
+                            "--model", "test-model"]
+    if os.geteuid() == 0:
+        assert call["is_sandbox"] == "1"
+
+
+# -------------------------------------------------------------------- git mode
+def git_step(repo: Path, **plan: Any) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    jervis = repo / ".jervis"
+    jervis.mkdir(exist_ok=True)
+    (jervis / "git.json").write_text(json.dumps({"remote": "origin", **plan}))
+    return run_entrypoint(repo, agent_type="", command=None, JERVIS_MODE="git", ALLOW_GIT="true")
+
+
+COMMIT = {"action": "commit", "branch": "task/t1", "message": "task(t1): add a", "files": ["README.md", "src/a.py"],
+          "trailer": "Jervis-Thread: t1"}
+
+
+def test_commit_stages_only_the_listed_files_on_a_new_branch(repo: Path) -> None:
+    (repo / "README.md").write_text("# changed\n")
+    (repo / "src").mkdir()
+    (repo / "src" / "a.py").write_text("a = 1\n")
+    (repo / "other.txt").write_text("not listed\n")
+    (repo / "staged.txt").write_text("staged by someone else\n")
+    git(repo, "add", "staged.txt")
+
+    done, result = git_step(repo, **COMMIT)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert result["success"] is True and result["changedFiles"] == ["README.md", "src/a.py"]
+    assert result["commitSha"] == head(repo)
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "task/t1"
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == ["README.md", "src/a.py"]
+    assert git(repo, "log", "-1", "--format=%B").strip() == "task(t1): add a\n\nJervis-Thread: t1"
+    status = git(repo, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert "A  staged.txt" in status and "?? other.txt" in status  # untouched
+
+
+def test_commit_is_idempotent_by_trailer(repo: Path) -> None:
+    (repo / "README.md").write_text("# changed\n")
+    (repo / "src").mkdir()
+    (repo / "src" / "a.py").write_text("a = 1\n")
+    _, first = git_step(repo, **COMMIT)
+    (repo / "README.md").write_text("# changed again after the commit\n")
+
+    done, second = git_step(repo, **COMMIT)
+
+    assert done.returncode == 0 and second["success"] is True
+    assert second["commitSha"] == first["commitSha"] == head(repo)
+    assert second["summary"].startswith("Already committed as ")
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "2"
+
+
+def test_commit_on_an_existing_branch_and_nothing_to_commit_fails(repo: Path) -> None:
+    git(repo, "branch", "task/t1")
+    done, result = git_step(repo, **COMMIT | {"files": ["README.md"]})
+    assert done.returncode == 1 and result["success"] is False
+    assert "nothing" in result["summary"] and result["commitSha"] is None
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "task/t1"
+
+
+def test_commit_stages_a_deletion(repo: Path) -> None:
+    (repo / "README.md").unlink()
+    done, result = git_step(repo, **COMMIT | {"files": ["README.md"]})
+    assert done.returncode == 0 and result["success"] is True
+    assert git(repo, "show", "--name-status", "--format=", "HEAD").split() == ["D", "README.md"]
+
+
+def test_push_to_a_local_bare_remote(repo: Path, tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    git(repo, "remote", "add", "origin", str(remote))
+    (repo / "README.md").write_text("# changed\n")
+    _, committed = git_step(repo, **COMMIT | {"files": ["README.md"]})
+
+    done, pushed = git_step(repo, action="push", branch="task/t1")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert pushed == {"success": True, "summary": "Pushed task/t1 to origin"}
+    remote_sha = subprocess.run(["git", "--git-dir", str(remote), "rev-parse", "task/t1"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+    assert remote_sha == committed["commitSha"]
+
+
+def test_push_without_the_remote_fails(repo: Path) -> None:
+    done, result = git_step(repo, action="push", branch="main")
+    assert done.returncode == 1
+    assert result == {"success": False, "summary": "No git remote 'origin' is configured"}
+
+
+def test_push_rejected_by_the_remote_is_a_failure_not_a_force(repo: Path, tmp_path: Path) -> None:
+    """A diverged remote branch is left alone: no --force, the step fails with git's message."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "main:main")
+    git(repo, "commit", "-q", "--amend", "-m", "rewritten")  # local history now diverges from the remote
+    done, result = git_step(repo, action="push", branch="main")
+    assert done.returncode == 1 and result["success"] is False
+    assert "rejected" in result["summary"] or "non-fast-forward" in result["summary"]

@@ -1,0 +1,72 @@
+"""Job spec (app/agents/job_spec.py): names, labels, the V1Job of spec §10.2."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from kubernetes.client import ApiClient
+
+from app.agents.base import AgentJob
+from app.agents.job_spec import build_job, job_name
+from app.config import Settings
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def agent_job(**overrides: object) -> AgentJob:
+    fields = {"thread_id": "thread-67ad0f1e2b3c4d5e6f708192-1a2b3c4d", "task_id": "67ad0f1e2b3c4d5e6f708192",
+              "client_id": "c1", "project_id": "p1", "goal_index": 1, "step_index": 2, "agent_type": "aider",
+              "workspace": Path("/opt/jervis/data/clients/c1/p1"), "timeout_seconds": 600} | overrides
+    return AgentJob(**fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("task_id", ["67ad0f1e2b3c4d5e6f708192", "UPPER_case.and-dots", "x" * 200, "___"])
+def test_job_name_is_a_dns_label_of_at_most_63_chars(task_id: str) -> None:
+    name = job_name(agent_job(task_id=task_id, thread_id=f"thread-{task_id}-abcd1234"))
+    assert len(name) <= 63 and DNS_LABEL.match(name), name
+
+
+def test_job_name_is_deterministic_and_distinct_per_step_mode_and_attempt() -> None:
+    assert job_name(agent_job()) == job_name(agent_job())
+    names = {job_name(agent_job(step_index=3)), job_name(agent_job(goal_index=0)), job_name(agent_job(mode="commit")),
+             job_name(agent_job(attempt=1)), job_name(agent_job(thread_id="thread-other-00000000")), job_name(agent_job())}
+    assert len(names) == 6
+    assert job_name(agent_job()).startswith("jervis-67ad0f1e2b3c4d5e6f708192-g1-s2-")
+
+
+def test_job_spec_follows_section_10_2() -> None:
+    settings = Settings(container_registry="registry.example/jervis", agent_image_tag="v7", k8s_namespace="agents",
+                        data_root=Path("/opt/jervis/data"), ollama_url="http://ollama:11434",
+                        knowledgebase_url="http://kb:8080")
+    body = ApiClient().sanitize_for_serialization(build_job(settings, agent_job()))
+
+    assert body["metadata"]["namespace"] == "agents"
+    assert body["metadata"]["labels"] == {"app": "jervis-agent", "agent-type": "aider",
+                                          "task-id": "67ad0f1e2b3c4d5e6f708192", "jervis-mode": "agent"}
+    spec = body["spec"]
+    assert (spec["backoffLimit"], spec["ttlSecondsAfterFinished"], spec["activeDeadlineSeconds"]) == (0, 300, 600)
+    pod = spec["template"]["spec"]
+    assert pod["restartPolicy"] == "Never" and pod["securityContext"]["runAsUser"] == 1000
+    assert pod["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "jervis-data-pvc"}}]
+    container = pod["containers"][0]
+    assert container["image"] == "registry.example/jervis/jervis-aider:v7"
+    assert container["volumeMounts"] == [{"mountPath": "/opt/jervis/data", "name": "data"}]
+    assert container["resources"] == {"limits": {"cpu": "1000m", "memory": "1Gi"},
+                                      "requests": {"cpu": "250m", "memory": "256Mi"}}
+    env = {e["name"]: e for e in container["env"]}
+    plain = {name: e["value"] for name, e in env.items() if "value" in e}
+    assert plain["WORKSPACE_PATH"] == "/opt/jervis/data/clients/c1/p1" and plain["ALLOW_GIT"] == "false"
+    assert {"TASK_ID", "CLIENT_ID", "PROJECT_ID", "OLLAMA_URL", "KNOWLEDGEBASE_URL"} <= set(plain)
+    secret = env["ANTHROPIC_API_KEY"]
+    assert "value" not in secret  # by reference, never inline
+    assert secret["valueFrom"]["secretKeyRef"] == {"key": "ANTHROPIC_API_KEY", "name": "jervis-agent-secrets",
+                                                   "optional": True}
+
+
+def test_git_jobs_allow_git_and_run_the_entrypoints_git_mode() -> None:
+    body = ApiClient().sanitize_for_serialization(build_job(Settings(), agent_job(mode="push", agent_type="claude")))
+    env = {e["name"]: e.get("value") for e in body["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["ALLOW_GIT"] == "true" and env["JERVIS_MODE"] == "git"
+    assert body["metadata"]["labels"]["jervis-mode"] == "push"

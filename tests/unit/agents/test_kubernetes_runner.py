@@ -1,0 +1,91 @@
+"""KubernetesJobRunner against the fake API server, driven by the real `kubernetes` client."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.agents.base import AgentJob
+from app.agents.job_spec import job_name
+from app.agents.k8s_client import KubernetesApi, load_api_client
+from app.agents.kubernetes import KubernetesJobRunner
+from app.agents.workspace import StepBrief, WorkspaceManager
+from app.config import Settings
+from tests.fixtures.service import configure_cluster
+from tests.support import file_block, make_git_repo
+
+
+@pytest.fixture
+def data_root(tmp_path: Path) -> Path:
+    root = tmp_path / "data"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def runner(k8s: Any, data_root: Path, tmp_path: Path) -> KubernetesJobRunner:
+    configure_cluster(k8s)
+    settings = Settings(data_root=data_root, k8s_namespace="jervis", k8s_poll_seconds=0.3,
+                        agent_concurrency={"aider": 1, "openhands": 2, "claude": 2, "junie": 1})
+    api = KubernetesApi(load_api_client(str(k8s.kubeconfig(tmp_path / "kubeconfig"))), "jervis")
+    return KubernetesJobRunner(api, WorkspaceManager(data_root), settings)
+
+
+def step(data_root: Path, name: str, instructions: str, *, step_index: int = 0) -> tuple[AgentJob, Any]:
+    repo = make_git_repo(data_root / name)
+    job = AgentJob(thread_id=f"thread-{name}-00000000", task_id=name, client_id="c1", agent_type="aider",
+                   workspace=repo, step_index=step_index, timeout_seconds=60, expect_changes=True)
+    brief = StepBrief(agent_type="command", instructions=instructions, task={"id": name})
+    return job, lambda: WorkspaceManager(data_root).prepare(repo, brief)
+
+
+async def test_job_success_reports_the_files_git_saw_changed(runner, data_root: Path, k8s: Any) -> None:
+    job, prepare = step(data_root, "ok", file_block("src/a.py", "a = 1"))
+    lines: list[str] = []
+    result = await runner.run(job, prepare=prepare, on_log=lines.append)
+    assert result.success and result.changed_files == ["src/a.py"] and result.exit_code == 0
+    assert any("wrote src/a.py" in line for line in lines)
+    assert k8s.created == [job_name(job)]
+
+
+async def test_agent_failure_is_a_failed_step(runner, data_root: Path) -> None:
+    job, prepare = step(data_root, "bad", "@@FAIL compiler said no")
+    result = await runner.run(job, prepare=prepare)
+    assert not result.success and "compiler said no" in result.summary
+
+
+async def test_finished_job_is_reused_not_recreated(runner, data_root: Path, k8s: Any) -> None:
+    job, prepare = step(data_root, "again", file_block("b.py", "b = 2"))
+    first = await runner.run(job, prepare=prepare)
+    prepared: list[bool] = []
+    second = await runner.run(job, prepare=lambda: prepared.append(True))
+    assert first.success and second.success and second.changed_files == ["b.py"]
+    assert k8s.created == [job_name(job)] and prepared == []
+
+
+async def test_per_agent_limit_holds(runner, data_root: Path, k8s: Any) -> None:
+    jobs = [step(data_root, f"par{i}", "@@SLEEP 1\n" + file_block(f"f{i}.py", "x")) for i in range(3)]
+    peak = 0
+    done = threading.Event()
+
+    def watch() -> None:
+        nonlocal peak
+        while not done.is_set():
+            active = [j for j in k8s.jobs().values() if (j.get("status") or {}).get("active")]
+            peak = max(peak, len(active))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        results = await asyncio.gather(*(runner.run(job, prepare=prepare) for job, prepare in jobs))
+    finally:
+        done.set()
+        watcher.join()
+    assert all(r.success for r in results)
+    assert peak == 1 and len(k8s.created) == 3
