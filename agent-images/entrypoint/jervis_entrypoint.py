@@ -564,8 +564,10 @@ def switch_branch(workspace: Path, branch: str) -> None:
     current = git_ok(workspace, "rev-parse", "--abbrev-ref", "HEAD").strip()
     if current == branch:
         return
-    exists = git(workspace, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").returncode == 0
-    git_ok(workspace, "checkout", branch) if exists else git_ok(workspace, "checkout", "-b", branch)
+    if git(workspace, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").returncode == 0:
+        git_ok(workspace, "checkout", branch)
+    else:
+        git_ok(workspace, "checkout", "-b", branch)
 
 
 def find_commit(workspace: Path, trailer: str) -> str | None:
@@ -579,14 +581,12 @@ def find_commit(workspace: Path, trailer: str) -> str | None:
 
 
 def identity_args(workspace: Path) -> list[str]:
-    """A committer identity when the repository and the pod define none (git refuses otherwise)."""
-    named = git(workspace, "config", "user.name").stdout.strip() or os.environ.get("GIT_AUTHOR_NAME")
-    mailed = git(workspace, "config", "user.email").stdout.strip() or os.environ.get("GIT_AUTHOR_EMAIL")
+    """A fallback identity when git's configuration has none (a fresh pod; git refuses to commit
+    without one). GIT_AUTHOR_*/GIT_COMMITTER_* in the pod's environment still take precedence."""
     args: list[str] = []
-    if not named:
-        args += ["-c", "user.name=Jervis"]
-    if not mailed:
-        args += ["-c", "user.email=jervis@localhost"]
+    for key, fallback in (("user.name", "Jervis"), ("user.email", "jervis@localhost")):
+        if not git(workspace, "config", key).stdout.strip():
+            args += ["-c", f"{key}={fallback}"]
     return args
 
 

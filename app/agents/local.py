@@ -67,7 +67,7 @@ class LocalRunner:
             start_new_session=True,  # its own process group, so cancel kills the agent's children too
         )
         tail: deque[str] = deque(maxlen=TAIL_LINES)
-        reader = asyncio.create_task(_pump(proc, tail, on_log))
+        reader = asyncio.create_task(_pump(proc, tail, f"{job.agent_type}:{job.task_id}", on_log))
         try:
             await asyncio.wait_for(proc.wait(), job.timeout_seconds)
         except TimeoutError:
@@ -83,11 +83,12 @@ class LocalRunner:
         return judge(self._workspaces, job, exit_code=proc.returncode, log_tail="\n".join(tail))
 
 
-async def _pump(proc: asyncio.subprocess.Process, tail: deque[str], on_log: LogSink | None) -> None:
+async def _pump(proc: asyncio.subprocess.Process, tail: deque[str], name: str, on_log: LogSink | None) -> None:
     assert proc.stdout is not None
     async for raw in proc.stdout:
         line = raw.decode(errors="replace").rstrip()
         tail.append(line)
+        log.info("[%s] %s", name, line)
         if on_log is not None:
             on_log(line)
 

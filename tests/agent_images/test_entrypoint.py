@@ -353,3 +353,14 @@ def test_push_rejected_by_the_remote_is_a_failure_not_a_force(repo: Path, tmp_pa
     done, result = git_step(repo, action="push", branch="main")
     assert done.returncode == 1 and result["success"] is False
     assert "rejected" in result["summary"] or "non-fast-forward" in result["summary"]
+
+
+def test_commit_without_a_configured_identity_uses_jervis(repo: Path) -> None:
+    """A fresh pod has no git identity; the repository's own one is used when it has one."""
+    git(repo, "config", "--unset", "user.name")
+    git(repo, "config", "--unset", "user.email")
+    (repo / "README.md").write_text("# changed\n")
+    done, result = git_step(repo, **COMMIT | {"files": ["README.md"]})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(repo, "log", "-1", "--format=%an <%ae> / %cn <%ce>").strip() == (
+        "Jervis <jervis@localhost> / Jervis <jervis@localhost>")

@@ -105,6 +105,9 @@ def test_code_task_runs_agent_asks_for_commit_and_commits_on_approval(client, ll
     assert_string_status(status)
     assert status == {"status": "done", "thread_id": thread_id, "summary": done["summary"], "branch": branch,
                       "artifacts": "app/health.py"}
+    with client.stream("GET", f"/stream/{thread_id}") as response:
+        stream = "".join(response.iter_text())
+    assert "event: agent_log" in stream and "wrote app/health.py" in stream  # the agent's own output, live
 
 
 @pytest.mark.parametrize(("approved", "reason"), [(False, "ne"), (True, "neschvaluji")])
