@@ -346,6 +346,11 @@ def agent_env(config: Config, base: Mapping[str, str]) -> dict[str, str]:
         env.setdefault("IS_SANDBOX", "1")  # claude refuses bypassPermissions as root otherwise
     if config.agent_type == "openhands" and config.model:
         env.setdefault("LLM_MODEL", config.model)
+    # The Job passes the local LLM as OLLAMA_URL; litellm inside aider / OpenHands reads these names.
+    if base.get("OLLAMA_URL") and config.agent_type in ("aider", "openhands"):
+        env.setdefault("OLLAMA_API_BASE", base["OLLAMA_URL"])
+        if config.agent_type == "openhands":
+            env.setdefault("LLM_BASE_URL", base["OLLAMA_URL"])
     return env
 
 

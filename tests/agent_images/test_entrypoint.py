@@ -364,3 +364,14 @@ def test_commit_without_a_configured_identity_uses_jervis(repo: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert git(repo, "log", "-1", "--format=%an <%ae> / %cn <%ce>").strip() == (
         "Jervis <jervis@localhost> / Jervis <jervis@localhost>")
+
+
+@pytest.mark.parametrize(("agent_type", "expected"), [
+    ("aider", "http://ollama:11434|"), ("openhands", "http://ollama:11434|http://ollama:11434"), ("claude", "|"),
+])
+def test_local_llm_url_reaches_the_agent_under_the_names_litellm_reads(repo: Path, agent_type: str,
+                                                                       expected: str) -> None:
+    hand_over(repo, "inspect only")
+    done, _ = run_entrypoint(repo, agent_type=agent_type, OLLAMA_URL="http://ollama:11434",
+                             command=["sh", "-c", 'echo "llm=$OLLAMA_API_BASE|$LLM_BASE_URL"'])
+    assert f"llm={expected}" in done.stdout
