@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -29,6 +29,8 @@ for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
     logging.getLogger(_name).setLevel(logging.WARNING)
 
 Message = dict[str, str]
+#: Called with the number of streamed pieces so far (progress during long generations).
+TokenSink = Callable[[int], None]
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
@@ -43,9 +45,11 @@ class HeartbeatTimeoutError(LlmError, TimeoutError):
 class Llm(Protocol):
     """What graph nodes need from a language model."""
 
-    async def complete(self, messages: Sequence[Message], *, json_mode: bool = False) -> str: ...
+    async def complete(self, messages: Sequence[Message], *, json_mode: bool = False,
+                       on_token: TokenSink | None = None) -> str: ...
 
-    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT]) -> ModelT: ...
+    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT], *,
+                            on_token: TokenSink | None = None) -> ModelT: ...
 
 
 class LitellmProvider:
@@ -57,7 +61,8 @@ class LitellmProvider:
         self._heartbeat = settings.heartbeat_dead_seconds
         self._max_tokens = settings.llm_max_output_tokens
 
-    async def complete(self, messages: Sequence[Message], *, json_mode: bool = False) -> str:
+    async def complete(self, messages: Sequence[Message], *, json_mode: bool = False,
+                       on_token: TokenSink | None = None) -> str:
         kwargs: dict[str, Any] = {
             "model": self._model,
             "api_base": self._api_base,
@@ -74,9 +79,9 @@ class LitellmProvider:
             raise HeartbeatTimeoutError(self._dead_message()) from exc
         except Exception as exc:  # litellm maps transport failures to its own exception types
             raise LlmError(f"LLM call failed: {exc}") from exc
-        return await self._collect(stream)
+        return await self._collect(stream, on_token)
 
-    async def _collect(self, stream: Any) -> str:
+    async def _collect(self, stream: Any, on_token: TokenSink | None) -> str:
         parts: list[str] = []
         try:
             while True:
@@ -93,14 +98,17 @@ class LitellmProvider:
                 delta = chunk.choices[0].delta.content if chunk.choices else None
                 if delta:
                     parts.append(delta)
+                    if on_token is not None:
+                        on_token(len(parts))
         except BaseException:
             await _close(stream)  # an abandoned (stalled) stream would keep its connection open
             raise
 
-    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT]) -> ModelT:
+    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT], *,
+                            on_token: TokenSink | None = None) -> ModelT:
         """JSON answer validated by `schema`; one repair round that shows the model its error."""
         history = list(messages)
-        text = await self.complete(history, json_mode=True)
+        text = await self.complete(history, json_mode=True, on_token=on_token)
         try:
             return schema.model_validate(parse_json_object(text))
         except (JsonParseError, ValidationError) as exc:
@@ -113,7 +121,7 @@ class LitellmProvider:
                     "Reply with the corrected JSON object only.",
                 },
             ]
-        text = await self.complete(history, json_mode=True)
+        text = await self.complete(history, json_mode=True, on_token=on_token)
         try:
             return schema.model_validate(parse_json_object(text))
         except (JsonParseError, ValidationError) as exc:
