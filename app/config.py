@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 AgentName = Literal["aider", "openhands", "claude", "junie"]
@@ -88,8 +88,36 @@ class Settings(BaseSettings):
     agent_selection: dict[str, AgentName] = Field(default_factory=lambda: dict(DEFAULT_AGENT_SELECTION))
 
     local_model: str = "qwen3-coder-tool:30b"
+    #: An OpenAI-compatible local server instead of Ollama (the embedded model of `app/dev.py`).
+    local_llm_api_base: str | None = None
+    local_llm_model: str = "openai/local"
+    #: Cloud tiers (spec §8.1): litellm model strings; keys enable them.
+    cloud_reasoning_model: str = "anthropic/claude-sonnet-4-5"
+    cloud_coding_model: str = "openai/gpt-4o"
+    cloud_premium_model: str = "anthropic/claude-opus-4-6"
+    cloud_large_context_model: str = "gemini/gemini-2.5-pro"
+    anthropic_api_key: SecretStr | None = None
+    openai_api_key: SecretStr | None = None
+    google_api_key: SecretStr | None = None
+    #: Provider endpoints (defaults: the providers' public APIs, as litellm knows them).
+    anthropic_api_base: str | None = None
+    openai_api_base: str | None = None
+    gemini_api_base: str | None = None
     heartbeat_dead_seconds: float = 300.0
     llm_max_output_tokens: int = 4096
+    llm_retries: int = 2
+    llm_retry_base_delay: float = 1.0
+    #: A provider that failed this many calls in a row is skipped for `llm_breaker_seconds`.
+    llm_breaker_failures: int = 3
+    llm_breaker_seconds: float = 60.0
+    llm_health_cache_seconds: float = 60.0
+    #: Budgets per orchestration (None = unlimited); a request may set its own.
+    budget_max_tokens: int | None = None
+    budget_max_cost_usd: float | None = None
+    budget_max_seconds: float | None = None
+    budget_warn_fraction: float = 0.8
+    #: At 100 %: "stop" ends the run with an error; "ask" interrupts for approval to continue.
+    budget_on_exceeded: Literal["stop", "ask"] = "stop"
 
     max_concurrent_orchestrations: int = Field(default=1, ge=1)
     lock_heartbeat_seconds: float = 10.0

@@ -2,7 +2,14 @@
 
 Without `MONGODB_URL`, nx-27017 (a MongoDB wire-protocol server on SQLite) is started on a free
 loopback port with its data under `.data/mongo`, and stopped with the service. `DATA_ROOT`
-defaults to `.data/workspaces`. Everything else comes from the environment as in production.
+defaults to `.data/workspaces`.
+
+Without a reachable Ollama (`OLLAMA_URL` unset, or its `/api/tags` not answering within 1 s) and
+without `LOCAL_LLM_API_BASE`, an embedded model (Qwen2.5-Coder-1.5B-Instruct on llama-cpp-python,
+`app/llm/embedded_model.py`) is installed the first time (a ~10 minute build and a 1.1 GB
+download, cached in `.cache/llm/`), started on a free loopback port and handed to the service as
+`LOCAL_LLM_API_BASE` / `LOCAL_LLM_MODEL`. `JERVIS_EMBEDDED_LLM=0` turns this off. Everything else
+comes from the environment as in production.
 """
 
 from __future__ import annotations
@@ -10,32 +17,65 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import uvicorn
 
+from app.llm.embedded_model import (
+    DEFAULT_CACHE_DIR,
+    EmbeddedModel,
+    EmbeddedModelError,
+    embedded_llm_decision,
+    prepare,
+)
 from app.persistence.embedded_mongo import EmbeddedMongo
 
 
+def start_embedded_llm(work_dir: Path) -> EmbeddedModel | None:
+    """Start the embedded model when no other LLM is configured and reachable; set the env."""
+    wanted, why = embedded_llm_decision()
+    if not wanted:
+        print(f"LLM: {why}", flush=True)
+        return None
+    print(f"LLM: {why}; using the embedded model (JERVIS_EMBEDDED_LLM=0 turns it off)", flush=True)
+    model_path = prepare(Path(sys.prefix), DEFAULT_CACHE_DIR)
+    model = EmbeddedModel(model_path, work_dir=work_dir)
+    started = time.monotonic()
+    os.environ["LOCAL_LLM_API_BASE"] = model.start()
+    os.environ["LOCAL_LLM_MODEL"] = model.litellm_model
+    print(f"embedded LLM {model.litellm_model} at {model.api_base} (started in "
+          f"{time.monotonic() - started:.1f}s, log {model.log_file})", flush=True)
+    return model
+
+
 def main() -> None:
+    # uvicorn re-raises SIGTERM after its graceful shutdown; with the default handler that would
+    # kill this process before `finally` stops the embedded servers. Installed first, so a
+    # SIGTERM during the first-run build also goes through `finally`.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     base = Path(os.environ.get("JERVIS_DEV_HOME", ".data")).resolve()
     os.environ.setdefault("DATA_ROOT", str(base / "workspaces"))
     Path(os.environ["DATA_ROOT"]).mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     embedded: EmbeddedMongo | None = None
-    if not os.environ.get("MONGODB_URL"):
-        (base / "mongo").mkdir(parents=True, exist_ok=True)
-        embedded = EmbeddedMongo(data_dir=base / "mongo", work_dir=base)
-        os.environ["MONGODB_URL"] = embedded.start()
-        print(f"embedded MongoDB (nx-27017) at {os.environ['MONGODB_URL']}, data in {base / 'mongo'}", flush=True)
-    # uvicorn re-raises SIGTERM after its graceful shutdown; with the default handler that would
-    # kill this process before `finally` stops the embedded database.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    llm: EmbeddedModel | None = None
     try:
+        try:
+            llm = start_embedded_llm(base)
+        except EmbeddedModelError as exc:
+            sys.exit(f"embedded LLM failed: {exc}\nSet JERVIS_EMBEDDED_LLM=0 to start without an LLM.")
+        if not os.environ.get("MONGODB_URL"):
+            (base / "mongo").mkdir(parents=True, exist_ok=True)
+            embedded = EmbeddedMongo(data_dir=base / "mongo", work_dir=base)
+            os.environ["MONGODB_URL"] = embedded.start()
+            print(f"embedded MongoDB (nx-27017) at {os.environ['MONGODB_URL']}, data in {base / 'mongo'}", flush=True)
         uvicorn.run("app.main:app", host=os.environ.get("HOST", "0.0.0.0"), port=int(os.environ.get("PORT", "8090")))
     finally:
         if embedded is not None:
             embedded.stop()
+        if llm is not None:
+            llm.stop()
 
 
 if __name__ == "__main__":

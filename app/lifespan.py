@@ -15,9 +15,12 @@ from pymongo import MongoClient
 
 from app.agents.factory import create_runner
 from app.agents.workspace import WorkspaceManager
+from app.chat.compression import ChatCompressor
 from app.clients.knowledge_base import KnowledgeBaseClient
 from app.clients.kotlin import KotlinClient
 from app.config import Settings
+from app.correction.service import CorrectionService
+from app.correction.store import RuleStore
 from app.graph.builder import build_graph
 from app.graph.context import RunContext
 from app.health import HealthChecker
@@ -44,6 +47,8 @@ class Services:
     health: HealthChecker
     kotlin: KotlinClient
     context_store: ContextStore
+    chat_compressor: ChatCompressor
+    correction: CorrectionService
 
 
 @asynccontextmanager
@@ -74,8 +79,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         kb = KnowledgeBaseClient(http, settings.knowledgebase_url, settings.kb_write_url,
                                  timeout=settings.kb_timeout_seconds)
         workspaces = WorkspaceManager(settings.data_root)
+        llm = LitellmProvider(settings)
         context = RunContext(
-            settings=settings, llm=LitellmProvider(settings), kb=kb, kotlin=kotlin, context_store=context_store,
+            settings=settings, llm=llm, kb=kb, kotlin=kotlin, context_store=context_store,
             runner=create_runner(settings, workspaces), workspaces=workspaces,
         )
         graph = build_graph().compile(checkpointer=checkpointer)
@@ -86,8 +92,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stack.push_async_callback(manager.shutdown)
         await manager.start_recovery()
         health = HealthChecker(settings=settings, mongo=mongo, http=http, kb=kb, runs=manager)
+        correction = CorrectionService(
+            llm=llm, store=RuleStore(kb), progress_sink=kotlin,
+            progress_interval=getattr(settings, "correction_progress_interval_seconds", 10.0),
+        )
         app.state.services = Services(settings=settings, runs=manager, events=events, health=health,
-                                      kotlin=kotlin, context_store=context_store)
+                                      kotlin=kotlin, context_store=context_store,
+                                      chat_compressor=ChatCompressor(llm), correction=correction)
         log.info("orchestrator ready (pod %s, runner %s, max %d concurrent)", settings.pod_id,
                  settings.agent_runner, settings.max_concurrent_orchestrations)
         yield

@@ -6,6 +6,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.chat.compression import ChatCompressor
+from app.correction.service import CorrectionService
 from app.health import HealthChecker
 from app.runs.events import EventHub
 from app.runs.manager import RunManager
@@ -23,6 +25,16 @@ def get_health(request: Request) -> HealthChecker:
     return request.app.state.services.health
 
 
+def get_chat_compressor(request: Request) -> ChatCompressor:
+    return request.app.state.services.chat_compressor
+
+
+def get_correction_service(request: Request) -> CorrectionService:
+    return request.app.state.services.correction
+
+
 RunManagerDep = Annotated[RunManager, Depends(get_run_manager)]
 EventHubDep = Annotated[EventHub, Depends(get_event_hub)]
 HealthDep = Annotated[HealthChecker, Depends(get_health)]
+ChatCompressorDep = Annotated[ChatCompressor, Depends(get_chat_compressor)]
+CorrectionServiceDep = Annotated[CorrectionService, Depends(get_correction_service)]

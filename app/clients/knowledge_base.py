@@ -28,6 +28,14 @@ class KbItem(BaseModel):
         return str(self.metadata.get("kind") or "")
 
 
+class KbChunk(BaseModel):
+    """One row of `POST /chunks/by-kind`: `metadata` holds only the Weaviate properties (§2.3)."""
+
+    content: str = ""
+    source_urn: str = Field(default="", alias="sourceUrn")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
 class GraphNode(BaseModel):
     id: str = ""
     key: str = ""
@@ -36,12 +44,15 @@ class GraphNode(BaseModel):
 
 
 class KnowledgeBaseClient:
-    def __init__(self, http: httpx.AsyncClient, read_url: str, write_url: str, *, timeout: float) -> None:
+    def __init__(self, http: httpx.AsyncClient, read_url: str, write_url: str, *, timeout: float,
+                 write_timeout: float = 60.0) -> None:
         self._http = http
         self._read = read_url.rstrip("/") + "/api/v1"
         self._write = write_url.rstrip("/") + "/api/v1"
         self._root = read_url.rstrip("/")
         self._timeout = timeout
+        # `/ingest` splits, embeds and stores synchronously: slower than a read.
+        self._write_timeout = max(timeout, write_timeout)
 
     async def retrieve(
         self,
@@ -94,21 +105,71 @@ class KnowledgeBaseClient:
         except ValidationError as exc:
             raise KnowledgeBaseError(f"graph/search returned bad nodes: {exc}") from exc
 
+    async def chunks_by_kind(
+        self, kind: str, *, client_id: str, project_id: str | None, max_results: int = 100
+    ) -> list[KbChunk]:
+        """Every chunk of one `kind` (a READ route); `project_id` set = that project's rows only."""
+        body = {"clientId": client_id or "", "projectId": project_id, "kind": kind, "maxResults": max_results}
+        data = await self._request("POST", f"{self._read}/chunks/by-kind", json=body)
+        if not isinstance(data, dict) or not isinstance(data.get("chunks"), list):
+            raise KnowledgeBaseError("chunks/by-kind response has no 'chunks' list")
+        try:
+            return [KbChunk.model_validate(chunk) for chunk in data["chunks"]]
+        except ValidationError as exc:
+            raise KnowledgeBaseError(f"chunks/by-kind returned bad chunks: {exc}") from exc
+
+    async def ingest(
+        self,
+        *,
+        source_urn: str,
+        content: str,
+        client_id: str,
+        project_id: str | None,
+        kind: str = "",
+        metadata: dict[str, Any] | None = None,
+        group_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Store text on the WRITE service. The real KB drops `metadata` (kb-contract §2.4)."""
+        body: dict[str, Any] = {
+            "clientId": client_id or "",
+            "projectId": project_id,
+            "sourceUrn": source_urn,
+            "kind": kind,
+            "content": content,
+            "metadata": metadata or {},
+        }
+        if group_id:
+            body["groupId"] = group_id
+        return self._object(await self._request("POST", f"{self._write}/ingest", json=body,
+                                                timeout=self._write_timeout), "ingest")
+
+    async def purge(self, source_urn: str) -> dict[str, Any]:
+        """Delete every chunk of `source_urn` on the WRITE service (not tenant-scoped in the KB)."""
+        return self._object(await self._request("POST", f"{self._write}/purge", json={"sourceUrn": source_urn},
+                                                timeout=self._write_timeout), "purge")
+
     async def health(self) -> dict[str, Any]:
         data = await self._request("GET", f"{self._root}/health")
         return data if isinstance(data, dict) else {}
 
-    async def _request(self, method: str, url: str, **kwargs: Any) -> Any:
+    async def _request(self, method: str, url: str, *, timeout: float | None = None, **kwargs: Any) -> Any:
+        timeout = timeout or self._timeout
         try:
-            response = await self._http.request(method, url, timeout=self._timeout, **kwargs)
+            response = await self._http.request(method, url, timeout=timeout, **kwargs)
             response.raise_for_status()
             return response.json()
         except httpx.TimeoutException as exc:
-            raise KnowledgeBaseError(f"KB timed out after {self._timeout:g} s ({url})") from exc
+            raise KnowledgeBaseError(f"KB timed out after {timeout:g} s ({url})") from exc
         except httpx.HTTPStatusError as exc:
             raise KnowledgeBaseError(f"KB answered HTTP {exc.response.status_code} ({url})") from exc
         except (httpx.HTTPError, ValueError) as exc:
             raise KnowledgeBaseError(f"KB unreachable: {type(exc).__name__} ({url})") from exc
+
+    @staticmethod
+    def _object(data: Any, route: str) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise KnowledgeBaseError(f"{route} did not return a JSON object")
+        return data
 
     @staticmethod
     def _items(data: Any) -> list[KbItem]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from app.schemas.correction import CorrectionProgressPush
 from app.schemas.kotlin import (
     ProgressPush,
     StatusPush,
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 
 PROGRESS_PATH = "/internal/orchestrator-progress"
 STATUS_PATH = "/internal/orchestrator-status"
+CORRECTION_PROGRESS_PATH = "/internal/correction-progress"
 
 
 class TrackerError(RuntimeError):
@@ -83,6 +85,10 @@ class KotlinClient:
 
     def push_status(self, push: StatusPush) -> None:
         self._queue.put_nowait(_Outgoing(STATUS_PATH, push.wire(), attempts=self._push_attempts))
+
+    def push_correction_progress(self, push: CorrectionProgressPush) -> None:
+        """Transcript-correction heartbeat (§3.3): like progress, tried once."""
+        self._queue.put_nowait(_Outgoing(CORRECTION_PROGRESS_PATH, push.wire(), attempts=1))
 
     async def _send_forever(self) -> None:
         while True:

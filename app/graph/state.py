@@ -19,6 +19,8 @@ class OrchestratorInput(TypedDict, total=False):
     client_name: str | None
     project_name: str | None
     chat_history: dict[str, Any] | None
+    budget_limits: dict[str, Any] | None
+    """Token / USD / time limits of this run (settings merged with the request's)."""
 
 
 class OrchestratorState(OrchestratorInput, total=False):

@@ -10,13 +10,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
+from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from langgraph.types import interrupt
 from pydantic import BaseModel, ValidationError
 
 from app.config import Settings
+from app.graph.approval import is_approved
+from app.llm.budget import BudgetExceededError, Usage
 from app.llm.parsing import JsonParseError, parse_json_object
+from app.llm.scope import LlmScope, current_scope
+from app.llm.tiers import CLOUD_PREFERENCE, LOCAL_MAX_TOKENS, Tier, TierSpec, select_local_tier, tier_specs
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402  (heavy: imported once, at start-up)
@@ -52,36 +59,157 @@ class Llm(Protocol):
                             on_token: TokenSink | None = None) -> ModelT: ...
 
 
-class LitellmProvider:
-    """Local tier through Ollama's chat API (`ollama_chat/<model>`)."""
+class CircuitBreaker:
+    """A provider that keeps failing is skipped for a while instead of being hammered."""
 
-    def __init__(self, settings: Settings) -> None:
-        self._model = f"ollama_chat/{settings.local_model}"
-        self._api_base = settings.ollama_url
+    def __init__(self, failures: int, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._limit = failures
+        self._seconds = seconds
+        self._clock = clock
+        self._failures: dict[str, int] = {}
+        self._open_until: dict[str, float] = {}
+
+    def is_open(self, provider: str) -> bool:
+        return self._open_until.get(provider, 0.0) > self._clock()
+
+    def success(self, provider: str) -> None:
+        self._failures.pop(provider, None)
+        self._open_until.pop(provider, None)
+
+    def failure(self, provider: str) -> None:
+        count = self._failures.get(provider, 0) + 1
+        self._failures[provider] = count
+        if count >= self._limit:
+            self._open_until[provider] = self._clock() + self._seconds
+            log.warning("LLM provider %s failed %d times: skipped for %.0f s", provider, count, self._seconds)
+
+
+class LitellmProvider:
+    """Local tiers first (spec §8): a prompt that fits goes to the local model sized by its token
+    count; a failed or too-large local call escalates to a cloud tier the run may use, or asks."""
+
+    def __init__(self, settings: Settings, *, breaker: CircuitBreaker | None = None) -> None:
+        self._specs = tier_specs(settings)
         self._heartbeat = settings.heartbeat_dead_seconds
         self._max_tokens = settings.llm_max_output_tokens
+        self._retries = settings.llm_retries
+        self._retry_delay = settings.llm_retry_base_delay
+        self._budget_mode = settings.budget_on_exceeded
+        self.breaker = breaker or CircuitBreaker(settings.llm_breaker_failures, settings.llm_breaker_seconds)
+
+    @property
+    def specs(self) -> dict[Tier, TierSpec]:
+        return self._specs
 
     async def complete(self, messages: Sequence[Message], *, json_mode: bool = False,
-                       on_token: TokenSink | None = None) -> str:
-        kwargs: dict[str, Any] = {
-            "model": self._model,
-            "api_base": self._api_base,
-            "messages": list(messages),
-            "stream": True,
-            "max_tokens": self._max_tokens,
-        }
-        if json_mode:
+                       on_token: TokenSink | None = None, json_schema: dict[str, Any] | None = None) -> str:
+        scope = current_scope()
+        self._check_budget(scope)
+        prompt_tokens = count_tokens(self._specs[Tier.LOCAL_FAST].model, messages)
+        request = _Request(list(messages), json_mode, json_schema, on_token, prompt_tokens)
+        if prompt_tokens > LOCAL_MAX_TOKENS:
+            reason = LlmError(f"prompt of {prompt_tokens} tokens exceeds every local tier ({LOCAL_MAX_TOKENS})")
+            return await self._escalate(request, scope, reason, purpose="large")
+        if scope.cloud_approved:
+            return await self._escalate(request, scope, LlmError("cloud approved by the user"))
+        try:
+            return await self._call(select_local_tier(prompt_tokens), request, scope)
+        except LlmError as local_error:
+            return await self._escalate(request, scope, local_error)
+
+    def _check_budget(self, scope: LlmScope) -> None:
+        if scope.budget is None:
+            return
+        try:
+            scope.budget.check()
+        except BudgetExceededError as exc:
+            if self._budget_mode != "ask" or not scope.can_ask:
+                raise
+            decision = interrupt({"type": "approval_request", "action": "budget", "task_id": scope.task_id,
+                                  "description": f"{exc} Pokračovat s dvojnásobným rozpočtem?"})
+            if not is_approved(decision):
+                raise
+            scope.budget.extend(2.0)
+
+    async def _escalate(self, request: _Request, scope: LlmScope, cause: LlmError, purpose: str = "default") -> str:
+        tiers = CLOUD_PREFERENCE[purpose]
+        allowed = [tier for tier in tiers if scope.allows(self._specs[tier].provider)]
+        for tier in allowed:
+            spec = self._specs[tier]
+            if not spec.api_key:
+                continue
+            try:
+                return await self._call(tier, request, scope)
+            except LlmError as exc:
+                cause = exc
+        if allowed:
+            offline = [f"{t} ({self._specs[t].model})" for t in allowed if not self._specs[t].api_key]
+            if offline and len(offline) == len(allowed):
+                raise LlmError(f"{', '.join(offline)}: OFFLINE (no API key); local model: {cause}") from cause
+            raise cause
+        usable = [t for t in tiers if self._specs[t].api_key and not self.breaker.is_open(self._specs[t].provider)]
+        if scope.can_ask and usable:  # asking makes sense only if approval could help
+            tier = usable[0]
+            spec = self._specs[tier]
+            cost = estimate_cost(spec.model, request.prompt_tokens, self._max_tokens // 4)
+            interrupt({
+                "type": "approval_request", "action": "cloud_model", "task_id": scope.task_id,
+                "description": f"Lokální model selhal ({_short(cause, 160)}). Použít cloudový model {spec.model} "
+                               f"(tier {tier.value}, odhad ${cost:.4f})?",
+                "cloud_tier": tier.value, "model": spec.model, "estimated_cost_usd": round(cost, 6),
+            })
+        raise cause
+
+    async def _call(self, tier: Tier, request: _Request, scope: LlmScope) -> str:
+        spec = self._specs[tier]
+        if self.breaker.is_open(spec.provider):
+            raise LlmError(f"{tier.value} ({spec.model}) skipped: the provider keeps failing")
+        started = time.monotonic()
+        for attempt in range(self._retries + 1):
+            try:
+                text = await self._stream(spec, request)
+            except HeartbeatTimeoutError:
+                self.breaker.failure(spec.provider)
+                raise
+            except LlmError as exc:
+                if _transient(exc) and attempt < self._retries:
+                    await asyncio.sleep(self._retry_delay * 2 ** attempt)
+                    continue
+                self.breaker.failure(spec.provider)
+                raise LlmError(f"{tier.value} ({spec.model}): {exc}") from exc
+            self.breaker.success(spec.provider)
+            if scope.budget is not None:
+                completion = count_tokens(spec.model, [{"role": "assistant", "content": text}])
+                scope.budget.record(scope.node, tier.value, Usage(
+                    prompt_tokens=request.prompt_tokens, completion_tokens=completion,
+                    cost_usd=estimate_cost(spec.model, request.prompt_tokens, completion),
+                    seconds=time.monotonic() - started, calls=1))
+            return text
+        raise AssertionError("unreachable")
+
+    async def _stream(self, spec: TierSpec, request: _Request) -> str:
+        kwargs: dict[str, Any] = {"model": spec.model, "messages": request.messages, "stream": True,
+                                  "max_tokens": self._max_tokens}
+        if spec.api_base:
+            kwargs["api_base"] = spec.api_base
+        if spec.api_key:
+            kwargs["api_key"] = spec.api_key
+        if spec.provider == "ollama" and spec.context_tokens:
+            kwargs["num_ctx"] = spec.context_tokens
+        if request.json_mode and spec.provider in ("ollama", "local"):
             kwargs["response_format"] = {"type": "json_object"}
+            if spec.provider == "local" and request.json_schema:
+                kwargs["response_format"]["schema"] = request.json_schema  # grammar-constrained JSON
         try:
             async with asyncio.timeout(self._heartbeat):
                 stream = await litellm.acompletion(**kwargs)
         except TimeoutError as exc:
-            raise HeartbeatTimeoutError(self._dead_message()) from exc
+            raise HeartbeatTimeoutError(self._dead_message(spec)) from exc
         except Exception as exc:  # litellm maps transport failures to its own exception types
             raise LlmError(f"LLM call failed: {exc}") from exc
-        return await self._collect(stream, on_token)
+        return await self._collect(stream, request.on_token, spec)
 
-    async def _collect(self, stream: Any, on_token: TokenSink | None) -> str:
+    async def _collect(self, stream: Any, on_token: TokenSink | None, spec: TierSpec) -> str:
         parts: list[str] = []
         try:
             while True:
@@ -92,7 +220,7 @@ class LitellmProvider:
                 except StopAsyncIteration:
                     return "".join(parts)
                 except TimeoutError as exc:
-                    raise HeartbeatTimeoutError(self._dead_message()) from exc
+                    raise HeartbeatTimeoutError(self._dead_message(spec)) from exc
                 except Exception as exc:
                     raise LlmError(f"LLM stream failed: {exc}") from exc
                 delta = chunk.choices[0].delta.content if chunk.choices else None
@@ -108,7 +236,8 @@ class LitellmProvider:
                             on_token: TokenSink | None = None) -> ModelT:
         """JSON answer validated by `schema`; one repair round that shows the model its error."""
         history = list(messages)
-        text = await self.complete(history, json_mode=True, on_token=on_token)
+        json_schema = schema.model_json_schema()
+        text = await self.complete(history, json_mode=True, on_token=on_token, json_schema=json_schema)
         try:
             return schema.model_validate(parse_json_object(text))
         except (JsonParseError, ValidationError) as exc:
@@ -121,14 +250,50 @@ class LitellmProvider:
                     "Reply with the corrected JSON object only.",
                 },
             ]
-        text = await self.complete(history, json_mode=True, on_token=on_token)
+        text = await self.complete(history, json_mode=True, on_token=on_token, json_schema=json_schema)
         try:
             return schema.model_validate(parse_json_object(text))
         except (JsonParseError, ValidationError) as exc:
             raise LlmError(f"LLM returned invalid JSON twice: {_short(exc)}") from exc
 
-    def _dead_message(self) -> str:
-        return f"LLM heartbeat: no token for {self._heartbeat:g} s ({self._model})"
+    def _dead_message(self, spec: TierSpec) -> str:
+        return f"LLM heartbeat: no token for {self._heartbeat:g} s ({spec.model})"
+
+
+@dataclass
+class _Request:
+    messages: list[Message]
+    json_mode: bool
+    json_schema: dict[str, Any] | None
+    on_token: TokenSink | None
+    prompt_tokens: int
+
+
+def count_tokens(model: str, messages: Sequence[Message]) -> int:
+    try:
+        return int(litellm.token_counter(model=model, messages=list(messages)))
+    except Exception:  # unknown tokenizer: a fair estimate beats failing the call
+        return sum(len(m.get("content") or "") for m in messages) // 4
+
+
+def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    """USD from litellm's (offline) price map; local models cost nothing."""
+    try:
+        prompt, completion = litellm.cost_per_token(model=model, prompt_tokens=prompt_tokens,
+                                                     completion_tokens=completion_tokens)
+    except Exception:
+        return 0.0
+    return float(prompt + completion)
+
+
+def _transient(exc: LlmError) -> bool:
+    """429, 5xx and connection problems are worth another try; a bad request is not."""
+    cause = exc.__cause__
+    status = getattr(cause, "status_code", None)
+    if status in (429, 500, 502, 503, 504):
+        return True
+    return type(cause).__name__ in ("APIConnectionError", "ServiceUnavailableError", "RateLimitError",
+                                    "InternalServerError", "Timeout")
 
 
 async def _close(stream: Any) -> None:

@@ -31,6 +31,8 @@ class RunRecord(BaseModel):
     interrupt_description: str | None = None
     branch: str | None = None
     artifacts: list[str] = []
+    cloud_approved: bool = False
+    usage: dict[str, Any] = {}
     created_at: float
     updated_at: float
 

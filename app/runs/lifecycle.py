@@ -16,6 +16,7 @@ from langgraph.pregel import Pregel
 from app.clients.kotlin import KotlinClient
 from app.graph.builder import NODE_NAMES
 from app.graph.context import RunContext
+from app.llm.scope import current_scope
 from app.runs.events import EventLog
 from app.schemas.kotlin import ProgressPush
 
@@ -72,6 +73,7 @@ class RunOutcome:
     branch: str | None = None
     artifacts: list[str] = field(default_factory=list)
     step_results: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
 
 
 class RunDriver:
@@ -129,6 +131,7 @@ class RunDriver:
             return
         if "input" in chunk:  # a task start (finish events carry "result")
             started[chunk.get("id", node)] = time.perf_counter()
+            current_scope().node = node  # LLM usage is booked to the running node
             goals, steps = tracked.get("goals") or [], tracked.get("steps") or []
             push = ProgressPush(
                 task_id=run.task_id, client_id=run.client_id, node=node,

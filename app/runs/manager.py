@@ -22,7 +22,10 @@ from langgraph.types import Command
 from app.agents.workspace import WorkspaceError, WorkspaceManager
 from app.clients.kotlin import KotlinClient
 from app.config import Settings
+from app.graph.approval import is_approved
+from app.llm.budget import BudgetExceededError, BudgetLimits, BudgetTracker
 from app.llm.provider import LlmError
+from app.llm.scope import LlmScope, current_scope, scope_for, use_scope
 from app.persistence.lock import LockLease, OrchestrationLock
 from app.persistence.runs import RunRecord, RunStore
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
@@ -41,6 +44,7 @@ log = logging.getLogger(__name__)
 CANCELLED_MESSAGE = "Orchestrace zrušena uživatelem"
 RESTARTED_MESSAGE = "Orchestrace přerušena restartem služby — spusťte úlohu znovu"
 BUSY_MESSAGE = "Orchestrator busy – another orchestration is running"
+CLOUD_REJECTED_MESSAGE = "Lokální model selhal a použití cloudového modelu bylo zamítnuto"
 SUSPENDED_MESSAGE = "Orchestrace pozastavena (restart služby); bude obnovena z posledního checkpointu"
 
 
@@ -51,7 +55,16 @@ class ActiveRun:
     cancel_requested: bool = False
     outcome: RunOutcome | None = None
     """Set when the run ended; /status answers from it until the run record is stored."""
+    scope: LlmScope | None = None
     started_at: float = field(default_factory=time.monotonic)
+
+
+def _usage_fields(usage: dict[str, Any]) -> dict[str, Any]:
+    """LLM totals for /status (strings there, like every value)."""
+    if not usage:
+        return {}
+    return {"llm_tokens": usage.get("tokens", 0), "llm_cost_usd": f"{float(usage.get('cost_usd', 0.0)):.6f}",
+            "llm_seconds": usage.get("seconds", 0)}
 
 
 def _record_of(run: ActiveRun) -> RunRecord:
@@ -62,7 +75,7 @@ def _record_of(run: ActiveRun) -> RunRecord:
         thread_id=run.identity.thread_id, task_id=run.identity.task_id, client_id=run.identity.client_id,
         status=outcome.status, summary=outcome.summary, error=outcome.error,
         interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
-        branch=outcome.branch, artifacts=outcome.artifacts, created_at=0.0, updated_at=0.0,
+        branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage, created_at=0.0, updated_at=0.0,
     )
 
 
@@ -70,7 +83,7 @@ def new_thread_id(task_id: str) -> str:
     return f"thread-{task_id}-{uuid.uuid4().hex[:8]}"
 
 
-def initial_state(request: OrchestrateRequest, thread_id: str) -> dict[str, Any]:
+def initial_state(request: OrchestrateRequest, thread_id: str, limits: BudgetLimits | None = None) -> dict[str, Any]:
     task = CodingTask(
         id=request.task_id, client_id=request.client_id, project_id=request.project_id,
         workspace_path=request.workspace_path, query=request.query, agent_preference=request.agent_preference,
@@ -84,6 +97,8 @@ def initial_state(request: OrchestrateRequest, thread_id: str) -> dict[str, Any]
         "client_name": request.client_name,
         "project_name": request.project_name,
         "chat_history": request.chat_history.model_dump() if request.chat_history else None,
+        "budget_limits": (limits or BudgetLimits()).merged(BudgetLimits(**request.budget.model_dump()) if request.budget else None)
+        .model_dump(),
     }
 
 
@@ -147,20 +162,31 @@ class RunManager:
         record = RunRecord(thread_id=thread_id, task_id=request.task_id, client_id=request.client_id,
                            status="running", pod_id=self._settings.pod_id,
                            created_at=time.time(), updated_at=time.time())
-        self._spawn(run, lease, initial_state(request, thread_id), record=record)
+        limits = BudgetLimits(max_tokens=self._settings.budget_max_tokens,
+                              max_cost_usd=self._settings.budget_max_cost_usd,
+                              max_seconds=self._settings.budget_max_seconds)
+        self._spawn(run, lease, initial_state(request, thread_id, limits), record=record)
         return run
 
-    async def resume(self, thread_id: str, approval: ApprovalResponse) -> ActiveRun:
+    async def resume(self, thread_id: str, approval: ApprovalResponse) -> ActiveRun | None:
+        """Continue a waiting run with the user's answer; None when the answer ended the run."""
         snapshot = await self._graph.aget_state(self._driver.config(thread_id))
         if not snapshot.values:
             raise RunNotFoundError(f"No orchestration {thread_id}")
         if not snapshot.interrupts:
             raise RunConflictError(f"{thread_id} is not waiting for approval")
+        resume_value = {"approved": approval.approved, "reason": approval.reason,
+                        "modification": approval.modification}
+        action = (snapshot.interrupts[0].value or {}).get("action") if snapshot.interrupts else None
+        if action == "cloud_model" and not is_approved(resume_value):
+            await self._end_waiting(thread_id, CLOUD_REJECTED_MESSAGE)
+            return None
         lease = await self._admit(thread_id)
         # The run record is the arbiter: only one resume (on any pod) gets past this.
+        fields: dict[str, Any] = {"cloud_approved": True} if action == "cloud_model" else {}
         claimed = await self._runs.transition(thread_id, from_status="interrupted", status="running",
                                               pod_id=self._settings.pod_id, interrupt_action=None,
-                                              interrupt_description=None)
+                                              interrupt_description=None, **fields)
         if not claimed:
             await lease.release()
             self._slots.release()
@@ -168,8 +194,6 @@ class RunManager:
         task = snapshot.values.get("task") or {}
         run = ActiveRun(RunIdentity(thread_id, task.get("id") or thread_id.split("-")[1],
                                     task.get("client_id") or ""))
-        resume_value = {"approved": approval.approved, "reason": approval.reason,
-                        "modification": approval.modification}
         self._spawn(run, lease, Command(resume=resume_value), known=snapshot.values)
         return run
 
@@ -180,14 +204,17 @@ class RunManager:
             run.task.cancel()
             await asyncio.wait({run.task}, timeout=15)
             return
+        await self._end_waiting(thread_id, CANCELLED_MESSAGE)
+
+    async def _end_waiting(self, thread_id: str, error: str) -> None:
+        """A run waiting for the user ends without running: record it and tell Kotlin."""
         record = await self._runs.get(thread_id)
-        # Waiting for the user: nothing runs, so end the thread here and tell Kotlin.
         if record is None or not await self._runs.transition(thread_id, from_status="interrupted",
-                                                             status="error", error=CANCELLED_MESSAGE):
+                                                             status="error", error=error):
             raise RunNotFoundError(f"No active task for {thread_id}")
         self._kotlin.push_status(StatusPush(task_id=record.task_id, client_id=record.client_id,
-                                            thread_id=thread_id, status="error", error=CANCELLED_MESSAGE))
-        self._events.log(thread_id).publish("error", {"error": CANCELLED_MESSAGE})
+                                            thread_id=thread_id, status="error", error=error))
+        self._events.log(thread_id).publish("error", {"error": error})
 
     async def wait(self, run: ActiveRun) -> RunOutcome:
         assert run.task is not None
@@ -201,18 +228,19 @@ class RunManager:
         record = _record_of(run) if run is not None else await self._runs.get(thread_id)
         if record is None:
             return status_reply(thread_id, "unknown")
+        usage = _usage_fields(record.usage)
         match record.status:
             case "running":
                 # Either it runs on some pod, or its pod died and recovery adopts it shortly.
                 return status_reply(thread_id, "running")
             case "interrupted":
                 return status_reply(thread_id, "interrupted", interrupt_action=record.interrupt_action or "unknown",
-                                    interrupt_description=record.interrupt_description or "")
+                                    interrupt_description=record.interrupt_description or "", **usage)
             case "done":
                 return status_reply(thread_id, "done", summary=record.summary or "", branch=record.branch or "",
-                                    artifacts=record.artifacts)
+                                    artifacts=record.artifacts, **usage)
             case _:
-                return status_reply(thread_id, "error", error=record.error or "unknown error")
+                return status_reply(thread_id, "error", error=record.error or "unknown error", **usage)
 
     # --- crash recovery ----------------------------------------------------------------------
 
@@ -280,8 +308,11 @@ class RunManager:
         watcher = asyncio.create_task(self._cancel_when_lost(run, lease))
         try:
             bookkeeping = asyncio.create_task(self._create_record(record)) if record is not None else None
+            scope = await self._scope(identity, graph_input, known, events)
+            run.scope = scope
             try:
-                outcome = await self._driver.drive(identity, graph_input, events, known)
+                with use_scope(scope):
+                    outcome = await self._driver.drive(identity, graph_input, events, known)
             finally:
                 if bookkeeping is not None:
                     await bookkeeping
@@ -290,7 +321,7 @@ class RunManager:
                 watcher.cancel()
                 return await self._suspend(run, lease, events)
             outcome = RunOutcome(status="error", error=CANCELLED_MESSAGE)
-        except (LlmError, WorkspaceError) as exc:  # expected failures: one line, no traceback
+        except (LlmError, WorkspaceError, BudgetExceededError) as exc:  # expected: one line, no traceback
             log.warning("orchestration %s failed: %s", identity.thread_id, exc)
             outcome = RunOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # every failure must reach Kotlin as an error status
@@ -302,6 +333,8 @@ class RunManager:
         return outcome
 
     async def _close(self, run: ActiveRun, lease: LockLease, outcome: RunOutcome, events: EventLog) -> None:
+        if run.scope is not None and run.scope.budget is not None:
+            outcome.usage = run.scope.budget.snapshot()
         run.outcome = outcome
         try:
             # Free the slots before telling Kotlin: it dispatches the next task as soon as it
@@ -331,6 +364,27 @@ class RunManager:
             events.close()
         return RunOutcome(status="error", error=SUSPENDED_MESSAGE)
 
+    async def _scope(self, identity: RunIdentity, graph_input: Any, known: dict[str, Any] | None,
+                     events: EventLog) -> LlmScope:
+        """Escalation policy and budget of this segment, continued from earlier segments."""
+        values = known or (graph_input if isinstance(graph_input, dict) else {})
+        previous = None if isinstance(graph_input, dict) else await self._runs.get(identity.thread_id)
+
+        def warn(dimension: str, fraction: float) -> None:
+            message = f"Rozpočet: {fraction:.0%} limitu ({dimension}) vyčerpáno"
+            events.publish("budget_warning", {"dimension": dimension, "fraction": round(fraction, 3),
+                                              "message": message})
+            self._kotlin.push_progress(ProgressPush(task_id=identity.task_id, client_id=identity.client_id,
+                                                    node=current_scope().node, message=message))
+
+        tracker = BudgetTracker(limits=BudgetLimits(**(values.get("budget_limits") or {})),
+                                warn_fraction=self._settings.budget_warn_fraction, on_warning=warn)
+        if previous is not None:
+            tracker.restore(previous.usage)
+        task = values.get("task") or {}
+        return scope_for(values.get("rules") or {}, task.get("query", ""), task_id=identity.task_id,
+                         cloud_approved=bool(previous and previous.cloud_approved), budget=tracker)
+
     async def _create_record(self, record: RunRecord) -> None:
         """Off the request path: the run already runs while its record is written."""
         try:
@@ -349,7 +403,7 @@ class RunManager:
             await self._runs.update(
                 identity.thread_id, status=outcome.status, summary=outcome.summary, error=outcome.error,
                 interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
-                branch=outcome.branch, artifacts=outcome.artifacts,
+                branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage,
             )
         except Exception:
             log.exception("could not record the outcome of %s", identity.thread_id)

@@ -68,6 +68,12 @@ class ChatHistoryPayload(_Inbound):
         return _null_to_default(value, 0)
 
 
+class RequestBudget(_Inbound):
+    max_tokens: int | None = Field(default=None, gt=0)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_seconds: float | None = Field(default=None, gt=0)
+
+
 class OrchestrateRequest(_Inbound):
     """`OrchestrateRequestDto` (snake_case)."""
 
@@ -83,6 +89,8 @@ class OrchestrateRequest(_Inbound):
     environment: dict[str, Any] | None = None
     jervis_project_id: str | None = None
     chat_history: ChatHistoryPayload | None = None
+    budget: RequestBudget | None = None
+    """Not sent by Kotlin today: per-run limits that override the service's defaults."""
 
     @field_validator("agent_preference", mode="before")
     @classmethod

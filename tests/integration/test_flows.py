@@ -103,8 +103,10 @@ def test_code_task_runs_agent_asks_for_commit_and_commits_on_approval(client, ll
     assert kotlin.violations == []
     status = client.get(f"/status/{thread_id}").json()
     assert_string_status(status)
+    usage = {key: status.pop(key) for key in ("llm_tokens", "llm_cost_usd", "llm_seconds")}
     assert status == {"status": "done", "thread_id": thread_id, "summary": done["summary"], "branch": branch,
                       "artifacts": "app/health.py"}
+    assert int(usage["llm_tokens"]) > 0 and float(usage["llm_cost_usd"]) == 0.0  # local tier: free
     with client.stream("GET", f"/stream/{thread_id}") as response:
         stream = "".join(response.iter_text())
     assert "event: agent_log" in stream and "wrote app/health.py" in stream  # the agent's own output, live

@@ -12,8 +12,8 @@ router = APIRouter(tags=["runs"])
 
 @router.post("/approve/{thread_id}")
 async def approve_run(thread_id: str, approval: ApprovalResponse, runs: RunManagerDep) -> dict[str, str]:
-    await runs.resume(thread_id, approval)
-    return {"status": "resuming", "thread_id": thread_id}
+    run = await runs.resume(thread_id, approval)
+    return {"status": "resuming" if run is not None else "ended", "thread_id": thread_id}
 
 
 @router.post("/cancel/{thread_id}")

@@ -9,6 +9,7 @@ from app.graph import chat, prompts
 from app.graph.nodes._common import NodeRuntime, changed_files, task_of
 from app.graph.state import OrchestratorState
 from app.llm.provider import LlmError
+from app.llm.scope import current_scope
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,8 @@ async def finalize(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
             log.warning("final report by LLM failed, using the structured one: %s", exc)
             written = ""
         summary = written or structured_summary(state)
+        if (budget := current_scope().budget) is not None and budget.total().calls:
+            summary = f"{summary}\n\nSpotřeba LLM: {budget.describe()}."
     if note := git_note(state):
         summary = f"{summary}\n\n{note}"
     task = task_of(state)

@@ -1,0 +1,1 @@
+"""Chat-history services for Kotlin (spec §16): compression of older messages. No HTTP here."""

@@ -1,0 +1,130 @@
+"""Per-orchestration budgets (the BudgetTracker of the earlier designs): tokens, USD and time.
+
+Usage is counted per node and tier. Crossing `warn_fraction` of a limit warns once; a call made
+with a limit already used up raises `BudgetExceededError` before it spends anything more.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class BudgetExceededError(RuntimeError):
+    """A limit of this orchestration is used up."""
+
+
+class BudgetLimits(BaseModel):
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    max_seconds: float | None = None
+
+    def merged(self, override: BudgetLimits | None) -> BudgetLimits:
+        if override is None:
+            return self
+        return BudgetLimits(**{k: v if v is not None else getattr(self, k)
+                               for k, v in override.model_dump().items()})
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+    calls: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost_usd += other.cost_usd
+        self.seconds += other.seconds
+        self.calls += other.calls
+
+
+Warn = Callable[[str, float], None]
+
+
+@dataclass
+class BudgetTracker:
+    limits: BudgetLimits
+    warn_fraction: float = 0.8
+    on_warning: Warn | None = None
+    elapsed_before: float = 0.0
+    """Run time of earlier segments (a resumed run continues its clock, waiting excluded)."""
+    by_key: dict[str, Usage] = field(default_factory=dict)
+    warned: set[str] = field(default_factory=set)
+    started: float = field(default_factory=time.monotonic)
+
+    def total(self) -> Usage:
+        total = Usage()
+        for usage in self.by_key.values():
+            total.add(usage)
+        return total
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.monotonic() - self.started
+
+    def fractions(self) -> dict[str, float]:
+        total = self.total()
+        used = {"tokens": (total.tokens, self.limits.max_tokens),
+                "cost": (total.cost_usd, self.limits.max_cost_usd),
+                "time": (self.elapsed(), self.limits.max_seconds)}
+        return {name: value / limit for name, (value, limit) in used.items() if limit}
+
+    def check(self) -> None:
+        """Before a call: refuse once any limit is used up."""
+        over = [name for name, fraction in self.fractions().items() if fraction >= 1.0]
+        if over:
+            raise BudgetExceededError(f"Rozpočet orchestrace vyčerpán ({', '.join(over)}): {self.describe()}")
+
+    def record(self, node: str, tier: str, usage: Usage) -> None:
+        self.by_key.setdefault(f"{node}/{tier}", Usage()).add(usage)
+        for name, fraction in self.fractions().items():
+            if fraction >= self.warn_fraction and name not in self.warned:
+                self.warned.add(name)
+                if self.on_warning is not None:
+                    self.on_warning(name, fraction)
+
+    def extend(self, factor: float) -> None:
+        """The user approved going on: every limit grows by `factor`, warnings may come again."""
+        self.limits = BudgetLimits(**{k: (v * factor if v is not None else None)
+                                      for k, v in self.limits.model_dump().items()})
+        self.warned.clear()
+
+    def describe(self) -> str:
+        total = self.total()
+        return f"{total.tokens} tokenů, ${total.cost_usd:.4f}, {self.elapsed():.0f} s"
+
+    def snapshot(self) -> dict[str, Any]:
+        total = self.total()
+        return {
+            "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
+            "tokens": total.tokens, "cost_usd": round(total.cost_usd, 6), "seconds": round(self.elapsed(), 3),
+            "llm_calls": total.calls,
+            "by_node_tier": {key: {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+                                   "cost_usd": round(u.cost_usd, 6), "seconds": round(u.seconds, 3), "calls": u.calls}
+                             for key, u in self.by_key.items()},
+            "limits": self.limits.model_dump(),
+        }
+
+    def restore(self, snapshot: dict[str, Any] | None) -> None:
+        """Continue the counts of earlier segments of the same run."""
+        if not snapshot:
+            return
+        self.elapsed_before = float(snapshot.get("seconds", 0.0))
+        if snapshot.get("limits"):
+            self.limits = BudgetLimits.model_validate(snapshot["limits"])
+        for key, usage in (snapshot.get("by_node_tier") or {}).items():
+            self.by_key[key] = Usage(prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                                     completion_tokens=int(usage.get("completion_tokens", 0)),
+                                     cost_usd=float(usage.get("cost_usd", 0.0)), seconds=float(usage.get("seconds", 0.0)),
+                                     calls=int(usage.get("calls", 0)))
