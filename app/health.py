@@ -1,8 +1,9 @@
 """Health report: cheap dependency checks, cached for a few seconds.
 
 `status` is "ok" unless MongoDB is unreachable: without it no run can be checkpointed, so
-Kotlin must not dispatch. The LLM and the KB are reported but do not make the service unhealthy
-(the KB is optional for a run; an LLM outage surfaces as a run error with its cause).
+Kotlin must not dispatch. The KB and each LLM tier (ONLINE / OFFLINE / API_ERROR) are reported
+but do not make the service unhealthy (the KB is optional for a run; an LLM outage escalates or
+surfaces as a run error naming the tier).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pymongo import AsyncMongoClient
 
 from app.clients.knowledge_base import KnowledgeBaseClient
 from app.config import Settings
+from app.llm.health import ProviderHealth
 from app.persistence.mongo import ping
 from app.runs.manager import RunManager
 
@@ -25,18 +27,20 @@ Check = Callable[[], Awaitable[Any]]
 
 class HealthChecker:
     def __init__(self, *, settings: Settings, mongo: AsyncMongoClient, http: httpx.AsyncClient,
-                 kb: KnowledgeBaseClient, runs: RunManager, clock: Callable[[], float] = time.monotonic) -> None:
+                 kb: KnowledgeBaseClient, runs: RunManager, llm: ProviderHealth,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._settings = settings
         self._mongo = mongo
         self._http = http
         self._kb = kb
         self._runs = runs
+        self._llm_health = llm
         self._clock = clock
         self._cached: tuple[float, dict[str, Any]] | None = None
         self._lock = asyncio.Lock()
 
     async def report(self) -> dict[str, Any]:
-        dependencies = await self._dependencies()
+        dependencies, tiers = await asyncio.gather(self._dependencies(), self._llm_health.report())
         return {
             "status": "ok" if dependencies["mongodb"]["status"] == "ok" else "degraded",
             "service": "orchestrator",
@@ -46,6 +50,7 @@ class HealthChecker:
             "agent_runner": self._settings.agent_runner,
             "pod_id": self._settings.pod_id,
             "dependencies": dependencies,
+            "llm_tiers": tiers,
         }
 
     async def _dependencies(self) -> dict[str, Any]:
@@ -53,19 +58,11 @@ class HealthChecker:
             now = self._clock()
             if self._cached and now - self._cached[0] < self._settings.health_cache_seconds:
                 return self._cached[1]
-            checks: dict[str, Check] = {
-                "mongodb": lambda: ping(self._mongo),
-                "llm": self._llm,
-                "knowledgebase": self._kb.health,
-            }
+            checks: dict[str, Check] = {"mongodb": lambda: ping(self._mongo), "knowledgebase": self._kb.health}
             results = await asyncio.gather(*(self._timed(check) for check in checks.values()))
             report = dict(zip(checks, results, strict=True))
             self._cached = (now, report)
             return report
-
-    async def _llm(self) -> None:
-        response = await self._http.get(f"{self._settings.ollama_url}/api/tags", timeout=2.0)
-        response.raise_for_status()
 
     @staticmethod
     async def _timed(check: Check) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from app.correction.store import RuleStore
 from app.graph.builder import build_graph
 from app.graph.context import RunContext
 from app.health import HealthChecker
+from app.llm.health import ProviderHealth
 from app.llm.provider import LitellmProvider
 from app.persistence import context_store as context_store_module
 from app.persistence import lock as lock_module
@@ -91,7 +92,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stack.push_async_callback(context_store.drain)
         stack.push_async_callback(manager.shutdown)
         await manager.start_recovery()
-        health = HealthChecker(settings=settings, mongo=mongo, http=http, kb=kb, runs=manager)
+        llm_health = ProviderHealth(llm, http, cache_seconds=settings.llm_health_cache_seconds)
+        health = HealthChecker(settings=settings, mongo=mongo, http=http, kb=kb, runs=manager, llm=llm_health)
         correction = CorrectionService(
             llm=llm, store=RuleStore(kb), progress_sink=kotlin,
             progress_interval=getattr(settings, "correction_progress_interval_seconds", 10.0),

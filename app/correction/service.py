@@ -48,12 +48,20 @@ log = logging.getLogger(__name__)
 
 #: Neighbouring segments shown as context on each side of a chunk (full correction).
 CONTEXT_SEGMENTS = 2
+#: Characters of each context segment shown (context conveys the gist; it must not crowd the GPU).
+CONTEXT_SEGMENT_CHARS = 300
 #: Room for the questions list in the model's answer (output budget estimate).
 QUESTIONS_ALLOWANCE_TOKENS = 512
 
 
 def _submit_result(rule: CorrectionRule) -> CorrectionSubmitResult:
     return CorrectionSubmitResult(correction_id=rule.correction_id, source_urn=rule.source_urn, status="success")
+
+
+def _clipped(segment: CorrectionSegment) -> CorrectionSegment:
+    if len(segment.text) <= CONTEXT_SEGMENT_CHARS:
+        return segment
+    return segment.model_copy(update={"text": segment.text[: CONTEXT_SEGMENT_CHARS - 1] + "…"})
 
 
 def _status(questions: Sequence[CorrectionQuestion]) -> str:
@@ -231,7 +239,7 @@ class CorrectionService:
             around = {q for p in chunk for q in range(p - neighbours, p + neighbours + 1)}
             keep = sorted(q for q in around if 0 <= q < len(result) and q not in chunk and
                           (not targeted or q not in targets))
-            return [result[q] for q in keep]
+            return [_clipped(result[q]) for q in keep]
 
         def messages_for(chunk: Sequence[int]) -> list[Message]:
             return prompts.correct([result[p] for p in chunk], rules, context=context_of(chunk), targeted=targeted)

@@ -467,6 +467,7 @@ class EmbeddedModel:
         python: Path | str | None = None,
         context_tokens: int = DEFAULT_CONTEXT_TOKENS,
         threads: int | None = None,
+        batch_threads: int | None = None,
         pick_port: Callable[[], int] | None = None,
     ) -> None:
         self.model_path = Path(model_path)
@@ -474,7 +475,8 @@ class EmbeddedModel:
         self.alias = alias
         self.python = Path(python) if python is not None else Path(sys.executable)
         self.context_tokens = context_tokens
-        self.threads = threads or os.cpu_count() or 1
+        self.threads = threads or default_threads()
+        self.batch_threads = batch_threads or self.threads
         self._pick_port = pick_port or _free_port
         self.log_file = self.work_dir / "llama-server.log"
         self._process: subprocess.Popen[bytes] | None = None
@@ -532,7 +534,7 @@ class EmbeddedModel:
             "--port", str(port),
             "--n_ctx", str(self.context_tokens),
             "--n_threads", str(self.threads),
-            "--n_threads_batch", str(self.threads),
+            "--n_threads_batch", str(self.batch_threads),
             "--interrupt_requests", "false",
         ]
 

@@ -35,6 +35,7 @@ from app.schemas.domain import CodingTask
 from app.schemas.kotlin import (
     ApprovalResponse,
     OrchestrateRequest,
+    ProgressPush,
     StatusPush,
     status_reply,
 )

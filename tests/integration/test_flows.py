@@ -283,7 +283,10 @@ def test_health_reports_dependencies(client) -> None:
     health = client.get("/health").json()
     assert health["status"] == "ok" and health["busy"] in (True, False)
     assert health["dependencies"]["mongodb"]["status"] == "ok"
-    assert health["dependencies"]["llm"]["status"] == "ok"
+    tiers = health["llm_tiers"]
+    assert {tiers[t]["mode"] for t in ("local_fast", "local_standard", "local_large")} == {"ONLINE"}
+    assert tiers["cloud_reasoning"] == {"mode": "OFFLINE", "model": "anthropic/claude-sonnet-4-5",
+                                        "provider": "anthropic", "detail": "no API key for anthropic"}
     assert health["dependencies"]["knowledgebase"]["status"] == "ok"
 
 

@@ -86,7 +86,7 @@ async def test_chunks_are_split_further_to_fit_the_context_cap(llm: ScriptedLlmS
     llm.script(Reply(match=node_marker("correction"), content=echo))
     cap, budget = 4_000, 1_000  # the prompt may hold 3000 tokens ≈ 9000 characters
     service = make_service(llm, kb_client, kotlin_client, context_cap=cap, output_budget=budget)
-    texts = [f"segment {n} " + "slovo " * 400 for n in range(6)]  # ~2.4k characters each
+    texts = [f"segment {n}" + " slovo" * 400 for n in range(6)]  # ~2.4k characters each
 
     result = await service.correct(request(texts, meeting_id=None, chunk_size=20))
 
