@@ -29,7 +29,7 @@ class CorrectionProgress:
         interval: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._sink = sink
+        self._sink = sink if meeting_id else None
         self._meeting_id = meeting_id or ""
         self._client_id = client_id
         self._total = total_chunks

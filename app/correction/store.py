@@ -51,7 +51,8 @@ class RuleStore:
         log.info("stored correction rule %r -> %r (%s, %s)", original, corrected, rule.category, rule.source_urn)
         return rule
 
-    async def list_rules(self, *, client_id: str, project_id: str | None, max_results: int = 100) -> list[CorrectionRule]:
+    async def list_rules(self, *, client_id: str, project_id: str | None,
+                         max_results: int = 100) -> list[CorrectionRule]:
         """The client's rules as the KB has them (one per sourceUrn), parsed from their sentences."""
         try:
             chunks = await self._kb.chunks_by_kind(CORRECTION_KIND, client_id=client_id, project_id=project_id,

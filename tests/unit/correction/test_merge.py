@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from app.correction.merge import CorrectionReply, InstructReply, ModelQuestion, ModelSegment, build_questions, merge_texts
+from app.correction.merge import (
+    CorrectionReply,
+    InstructReply,
+    ModelQuestion,
+    ModelSegment,
+    build_questions,
+    merge_texts,
+)
 from app.schemas.correction import CorrectionSegment
 
 
