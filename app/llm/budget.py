@@ -95,9 +95,13 @@ class BudgetTracker:
                     self.on_warning(name, fraction)
 
     def extend(self, factor: float) -> None:
-        """The user approved going on: every limit grows by `factor`, warnings may come again."""
-        self.limits = BudgetLimits(**{k: (v * factor if v is not None else None)
-                                      for k, v in self.limits.model_dump().items()})
+        """The user approved going on: every limit becomes `factor` × what it or the usage is
+        (whichever is larger), so there is real room again; warnings may come again."""
+        total = self.total()
+        used = {"max_tokens": total.tokens, "max_cost_usd": total.cost_usd, "max_seconds": self.elapsed()}
+        self.limits = BudgetLimits.model_validate(
+            {k: (type(v)(max(v, used[k]) * factor) if v is not None else None)
+             for k, v in self.limits.model_dump().items()})
         self.warned.clear()
 
     def describe(self) -> str:

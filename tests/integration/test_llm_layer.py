@@ -134,3 +134,14 @@ def test_health_reports_every_tier_mode(cloud_service) -> None:
     assert tiers["cloud_coding"]["mode"] == "API_ERROR"  # openai key, endpoint fails
     assert tiers["cloud_large_context"]["mode"] == "OFFLINE"  # no gemini key
     assert json.dumps(tiers).count("test-key") == 0  # keys never shown
+
+
+def test_budget_can_ask_to_continue_instead_of_stopping(service_factory, llm, kotlin) -> None:
+    llm.script(*advice_script("Pokračováno"))
+    with service_factory(budget_on_exceeded="ask").start().client() as client:
+        thread_id = client.post("/orchestrate/stream",
+                                json=orchestrate_body(budget={"max_tokens": 10})).json()["thread_id"]
+        asked = kotlin.wait_for_status(thread_id=thread_id, status="interrupted")
+        assert asked["interruptAction"] == "budget" and "Rozpočet orchestrace vyčerpán" in asked["interruptDescription"]
+        client.post(f"/approve/{thread_id}", json=approval(True, "ano, pokračuj"))
+        assert kotlin.wait_for_status(thread_id=thread_id, status="done")["summary"] == "Pokračováno"

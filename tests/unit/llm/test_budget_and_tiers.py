@@ -31,14 +31,14 @@ def test_budget_warns_once_at_80_percent_and_stops_at_100() -> None:
     assert budget.snapshot()["by_node_tier"]["finalize/cloud_reasoning"]["cost_usd"] == 0.01
 
 
-def test_cost_limit_counts_dollars_and_extend_doubles_every_limit() -> None:
+def test_cost_limit_counts_dollars_and_extend_gives_room_above_what_was_used() -> None:
     budget, warnings = tracker(max_cost_usd=0.10, max_tokens=100_000)
     budget.record("plan", "cloud_coding", Usage(prompt_tokens=10, cost_usd=0.12, calls=1))
     with pytest.raises(BudgetExceededError, match="cost"):
         budget.check()
     budget.extend(2.0)
     budget.check()
-    assert budget.limits == BudgetLimits(max_cost_usd=0.2, max_tokens=200_000)
+    assert budget.limits == BudgetLimits(max_cost_usd=0.24, max_tokens=200_000)  # 2 × max(limit, used)
     assert [w[0] for w in warnings] == ["cost"]
 
 
