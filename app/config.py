@@ -134,6 +134,10 @@ class Settings(BaseSettings):
     response_language: str = "cs"
 
     kb_timeout_seconds: float = 10.0
+    #: KB ingest embeds the text while the request waits: writes get longer.
+    kb_write_timeout_seconds: float = 60.0
+    #: Correction progress while a chunk streams, at most this often (contract §3.3: ~10 s).
+    correction_progress_interval_seconds: float = 10.0
     push_timeout_seconds: float = 5.0
     push_attempts: int = 3
     tracker_timeout_seconds: float = 30.0

@@ -78,7 +78,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await kotlin.start()
         stack.push_async_callback(kotlin.stop)
         kb = KnowledgeBaseClient(http, settings.knowledgebase_url, settings.kb_write_url,
-                                 timeout=settings.kb_timeout_seconds)
+                                 timeout=settings.kb_timeout_seconds, write_timeout=settings.kb_write_timeout_seconds)
         workspaces = WorkspaceManager(settings.data_root)
         llm = LitellmProvider(settings)
         context = RunContext(
@@ -96,7 +96,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         health = HealthChecker(settings=settings, mongo=mongo, http=http, kb=kb, runs=manager, llm=llm_health)
         correction = CorrectionService(
             llm=llm, store=RuleStore(kb), progress_sink=kotlin,
-            progress_interval=getattr(settings, "correction_progress_interval_seconds", 10.0),
+            progress_interval=settings.correction_progress_interval_seconds,
         )
         app.state.services = Services(settings=settings, runs=manager, events=events, health=health,
                                       kotlin=kotlin, context_store=context_store,

@@ -168,7 +168,7 @@ class CorrectionService:
             chunk = [segments[p] for p in chunk_positions]
             try:
                 reply = await self._llm.complete_json(prompts.instruct(chunk, rules, request.instruction),
-                                                      InstructReply)
+                                                      InstructReply, max_tokens=self._output_budget)
             except LlmError as exc:
                 log.warning("instruction correction failed (chunk %d/%d): %s", number, len(chunks), exc)
                 return CorrectionInstructResult(
@@ -253,7 +253,7 @@ class CorrectionService:
             progress.chunk_started(index, expected_tokens=estimate_tokens(prompts.output_text(chunk)))
             try:
                 reply = await self._llm.complete_json(messages_for(chunk_positions), CorrectionReply,
-                                                      on_token=progress.on_token)
+                                                      on_token=progress.on_token, max_tokens=self._output_budget)
             except LlmError as exc:
                 raise CorrectionModelError(
                     f"correction of chunk {index + 1}/{len(chunks)} failed: {exc}") from exc

@@ -53,10 +53,10 @@ class Llm(Protocol):
     """What graph nodes need from a language model."""
 
     async def complete(self, messages: Sequence[Message], *, json_mode: bool = False,
-                       on_token: TokenSink | None = None) -> str: ...
+                       on_token: TokenSink | None = None, max_tokens: int | None = None) -> str: ...
 
     async def complete_json(self, messages: Sequence[Message], schema: type[ModelT], *,
-                            on_token: TokenSink | None = None) -> ModelT: ...
+                            on_token: TokenSink | None = None, max_tokens: int | None = None) -> ModelT: ...
 
 
 class CircuitBreaker:
@@ -102,18 +102,23 @@ class LitellmProvider:
         return self._specs
 
     async def complete(self, messages: Sequence[Message], *, json_mode: bool = False,
-                       on_token: TokenSink | None = None, json_schema: dict[str, Any] | None = None) -> str:
+                       on_token: TokenSink | None = None, json_schema: dict[str, Any] | None = None,
+                       max_tokens: int | None = None) -> str:
+        """`max_tokens` is this call's output budget; the local tier must hold prompt + output."""
         scope = current_scope()
         self._check_budget(scope)
         prompt_tokens = count_tokens(self._specs[Tier.LOCAL_FAST].model, messages)
-        request = _Request(list(messages), json_mode, json_schema, on_token, prompt_tokens)
-        if prompt_tokens > LOCAL_MAX_TOKENS:
-            reason = LlmError(f"prompt of {prompt_tokens} tokens exceeds every local tier ({LOCAL_MAX_TOKENS})")
+        output = max_tokens or self._max_tokens
+        request = _Request(list(messages), json_mode, json_schema, on_token, prompt_tokens, output)
+        needed = prompt_tokens + output
+        if needed > LOCAL_MAX_TOKENS:
+            reason = LlmError(f"{prompt_tokens} prompt + {output} output tokens exceed every local tier "
+                              f"({LOCAL_MAX_TOKENS})")
             return await self._escalate(request, scope, reason, purpose="large")
         if scope.cloud_approved:
             return await self._escalate(request, scope, LlmError("cloud approved by the user"))
         try:
-            return await self._call(select_local_tier(prompt_tokens), request, scope)
+            return await self._call(select_local_tier(needed), request, scope)
         except LlmError as local_error:
             return await self._escalate(request, scope, local_error)
 
@@ -151,7 +156,7 @@ class LitellmProvider:
         if scope.can_ask and usable:  # asking makes sense only if approval could help
             tier = usable[0]
             spec = self._specs[tier]
-            cost = estimate_cost(spec.model, request.prompt_tokens, self._max_tokens // 4)
+            cost = estimate_cost(spec.model, request.prompt_tokens, request.max_tokens // 4)
             interrupt({
                 "type": "approval_request", "action": "cloud_model", "task_id": scope.task_id,
                 "description": f"Lokální model selhal ({_short(cause, 160)}). Použít cloudový model {spec.model} "
@@ -189,7 +194,7 @@ class LitellmProvider:
 
     async def _stream(self, spec: TierSpec, request: _Request) -> str:
         kwargs: dict[str, Any] = {"model": spec.model, "messages": request.messages, "stream": True,
-                                  "max_tokens": self._max_tokens}
+                                  "max_tokens": request.max_tokens}
         if spec.api_base:
             kwargs["api_base"] = spec.api_base
         if spec.api_key:
@@ -233,11 +238,12 @@ class LitellmProvider:
             raise
 
     async def complete_json(self, messages: Sequence[Message], schema: type[ModelT], *,
-                            on_token: TokenSink | None = None) -> ModelT:
+                            on_token: TokenSink | None = None, max_tokens: int | None = None) -> ModelT:
         """JSON answer validated by `schema`; one repair round that shows the model its error."""
         history = list(messages)
         json_schema = schema.model_json_schema()
-        text = await self.complete(history, json_mode=True, on_token=on_token, json_schema=json_schema)
+        text = await self.complete(history, json_mode=True, on_token=on_token, json_schema=json_schema,
+                                   max_tokens=max_tokens)
         try:
             return schema.model_validate(parse_json_object(text))
         except (JsonParseError, ValidationError) as exc:
@@ -250,7 +256,8 @@ class LitellmProvider:
                     "Reply with the corrected JSON object only.",
                 },
             ]
-        text = await self.complete(history, json_mode=True, on_token=on_token, json_schema=json_schema)
+        text = await self.complete(history, json_mode=True, on_token=on_token, json_schema=json_schema,
+                                   max_tokens=max_tokens)
         try:
             return schema.model_validate(parse_json_object(text))
         except (JsonParseError, ValidationError) as exc:
@@ -267,6 +274,7 @@ class _Request:
     json_schema: dict[str, Any] | None
     on_token: TokenSink | None
     prompt_tokens: int
+    max_tokens: int
 
 
 def count_tokens(model: str, messages: Sequence[Message]) -> int:

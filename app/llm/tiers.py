@@ -8,7 +8,7 @@ from enum import StrEnum
 from app.config import Settings
 
 LOCAL_CONTEXT = {"local_fast": 8_192, "local_standard": 32_768, "local_large": 49_152}
-#: Prompts above this go straight to the cloud (when allowed): no local tier can hold them.
+#: Calls needing more (prompt + output) go straight to the cloud (when allowed).
 LOCAL_MAX_TOKENS = 49_000
 
 
@@ -37,10 +37,11 @@ class TierSpec:
     context_tokens: int | None
 
 
-def select_local_tier(prompt_tokens: int) -> Tier:
-    if prompt_tokens > 32_000:
+def select_local_tier(tokens: int) -> Tier:
+    """The smallest local context that holds `tokens` (prompt plus the output budget)."""
+    if tokens > 32_000:
         return Tier.LOCAL_LARGE
-    if prompt_tokens > 8_000:
+    if tokens > 8_000:
         return Tier.LOCAL_STANDARD
     return Tier.LOCAL_FAST
 

@@ -444,3 +444,14 @@ def test_explicit_nulls_in_defaulted_fields_are_defaults(api: httpx.Client, llm:
     assert api.post("/correction/correct", json=correct_body(chunk_size=None, meeting_id=None)).status_code == 200
     assert api.post("/correction/list", json=list_body(max_results=None)).status_code == 200
     assert [r.data["maxResults"] for r in kb.requests if r.path == "/api/v1/chunks/by-kind"][-1] == 100
+
+
+def test_correction_calls_get_a_local_context_that_holds_their_8k_answer(
+    api: httpx.Client, llm: ScriptedLlmServer
+) -> None:
+    llm.script(Reply(match=CORRECT, content=corrector()))
+    response = api.post("/correction/correct", json=correct_body([segment(0, "krátký segment")], meeting_id=None))
+    assert response.status_code == 200, response.text
+    [call] = [r for r in llm.requests if r.matched is not None]
+    options = call.body.get("options", {})
+    assert options.get("num_ctx") == 32768 and options.get("num_predict") == 8192  # prompt + 8192 > 8k
