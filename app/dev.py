@@ -6,7 +6,7 @@ defaults to `.data/workspaces`.
 
 Without a reachable Ollama (`OLLAMA_URL` unset, or its `/api/tags` not answering within 1 s) and
 without `LOCAL_LLM_API_BASE`, an embedded model (Qwen2.5-Coder-1.5B-Instruct on llama-cpp-python,
-`app/llm/embedded_model.py`) is installed the first time (a ~10 minute build and a 1.1 GB
+`app/llm/embedded_model.py`) is installed the first time (a 5-10 minute build and a 1.1 GB
 download, cached in `.cache/llm/`), started on a free loopback port and handed to the service as
 `LOCAL_LLM_API_BASE` / `LOCAL_LLM_MODEL`. `JERVIS_EMBEDDED_LLM=0` turns this off. Everything else
 comes from the environment as in production.

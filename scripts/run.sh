@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the service on :8090 (see app/dev.py). Without MONGODB_URL an embedded nx-27017 is started;
 # without a reachable Ollama (OLLAMA_URL) an embedded local model, installed here the first time:
-# llama-cpp-python built from source (~10 min, requirements-llm.txt) and a 1.1 GB model, both
+# llama-cpp-python built from source (5-10 min, requirements-llm.txt) and a 1.1 GB model, both
 # cached in .cache/llm/. JERVIS_EMBEDDED_LLM=0 skips it.
 source "$(dirname "$0")/_venv.sh" requirements.txt
 .venv/bin/python -m app.llm.embedded_model prepare

