@@ -91,6 +91,9 @@ class Settings(BaseSettings):
     #: An OpenAI-compatible local server instead of Ollama (the embedded model of `app/dev.py`).
     local_llm_api_base: str | None = None
     local_llm_model: str = "openai/local"
+    #: The local server's real context window: caps the local tiers, so a call that does not fit
+    #: escalates instead of being refused (the embedded model has 16k).
+    local_context_tokens: int | None = None
     #: Cloud tiers (spec §8.1): litellm model strings; keys enable them.
     cloud_reasoning_model: str = "anthropic/claude-sonnet-4-5"
     cloud_coding_model: str = "openai/gpt-4o"

@@ -44,6 +44,7 @@ def start_embedded_llm(work_dir: Path) -> EmbeddedModel | None:
     started = time.monotonic()
     os.environ["LOCAL_LLM_API_BASE"] = model.start()
     os.environ["LOCAL_LLM_MODEL"] = model.litellm_model
+    os.environ.setdefault("LOCAL_CONTEXT_TOKENS", str(model.context_tokens))  # larger calls escalate
     print(f"embedded LLM {model.litellm_model} at {model.api_base} (started in "
           f"{time.monotonic() - started:.1f}s, log {model.log_file})", flush=True)
     return model

@@ -40,7 +40,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from app.persistence.embedded_mongo import _die_with_parent, _free_port
+from app.persistence.embedded_mongo import _free_port
+from app.runtime.child_process import ChildProcess, die_with_parent
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CACHE_DIR = PROJECT_ROOT / ".cache" / "llm"
@@ -442,7 +443,7 @@ def _run_logged(command: Sequence[str], log_file: Path, *, what: str,
         process = subprocess.Popen(
             list(command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True, env=dict(env) if env is not None else None, start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         try:
             assert process.stdout is not None
@@ -500,8 +501,7 @@ class EmbeddedModel:
         self.batch_threads = batch_threads or os.cpu_count() or 1
         self._pick_port = pick_port or _free_port
         self.log_file = self.work_dir / "llama-server.log"
-        self._process: subprocess.Popen[bytes] | None = None
-        self._output: IO[bytes] | None = None
+        self._child = ChildProcess(self.log_file, grace_seconds=_STOP_GRACE_SECONDS)
         self._api_base: str | None = None
 
     @property
@@ -517,11 +517,11 @@ class EmbeddedModel:
 
     @property
     def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
+        return self._child.pid
 
     def start(self, timeout: float = 120.0) -> str:
         """Spawn the server and block until `GET /v1/models` lists the alias; return api_base."""
-        if self._process is not None and self._process.poll() is None:
+        if self._child.running():
             return self.api_base
         self.stop()
         if not self.model_path.is_file():
@@ -562,27 +562,17 @@ class EmbeddedModel:
     def _spawn(self, port: int) -> None:
         env = {key: os.environ[key] for key in _CHILD_ENV_KEYS if key in os.environ}
         env["PYTHONUNBUFFERED"] = "1"
-        self._output = self.log_file.open("wb")
         try:
-            self._process = subprocess.Popen(
-                self.command(port),
-                cwd=self.work_dir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=self._output,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
-            )
+            self._child.spawn(self.command(port), cwd=self.work_dir, env=env)
         except OSError as exc:
-            self._close_output()
             raise EmbeddedModelError(f"cannot execute {self.python}: {exc}") from exc
 
     def _wait_ready(self, port: int, deadline: float) -> str:
         """Return "ready", "died", "foreign" (another server on the port) or "timeout"."""
-        assert self._process is not None
+        assert self._child.process is not None
         url = f"http://127.0.0.1:{port}/v1/models"
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
+            if self._child.process.poll() is not None:
                 return "died"
             try:
                 with _NO_PROXY.open(url, timeout=2.0) as response:
@@ -603,21 +593,8 @@ class EmbeddedModel:
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after a grace period. Safe to call any number of times."""
-        process, self._process = self._process, None
         self._api_base = None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=_STOP_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        self._close_output()
-
-    def _close_output(self) -> None:
-        if self._output is not None:
-            self._output.close()
-            self._output = None
+        self._child.stop()
 
     def __enter__(self) -> EmbeddedModel:
         self.start()

@@ -23,7 +23,7 @@ from app.graph.approval import is_approved
 from app.llm.budget import BudgetExceededError, Usage
 from app.llm.parsing import JsonParseError, parse_json_object
 from app.llm.scope import LlmScope, current_scope
-from app.llm.tiers import CLOUD_PREFERENCE, LOCAL_MAX_TOKENS, Tier, TierSpec, select_local_tier, tier_specs
+from app.llm.tiers import CLOUD_PREFERENCE, Tier, TierSpec, local_capacity, select_local_tier, tier_specs
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402  (heavy: imported once, at start-up)
@@ -111,9 +111,9 @@ class LitellmProvider:
         output = max_tokens or self._max_tokens
         request = _Request(list(messages), json_mode, json_schema, on_token, prompt_tokens, output)
         needed = prompt_tokens + output
-        if needed > LOCAL_MAX_TOKENS:
-            reason = LlmError(f"{prompt_tokens} prompt + {output} output tokens exceed every local tier "
-                              f"({LOCAL_MAX_TOKENS})")
+        capacity = local_capacity(self._specs)
+        if needed > capacity:
+            reason = LlmError(f"{prompt_tokens} prompt + {output} output tokens exceed every local tier ({capacity})")
             return await self._escalate(request, scope, reason, purpose="large")
         if scope.cloud_approved:
             return await self._escalate(request, scope, LlmError("cloud approved by the user"))

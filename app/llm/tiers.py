@@ -37,6 +37,11 @@ class TierSpec:
     context_tokens: int | None
 
 
+def local_capacity(specs: dict[Tier, TierSpec]) -> int:
+    """The most (prompt + output) tokens any local tier can hold; above it, only the cloud."""
+    return min(LOCAL_MAX_TOKENS, specs[Tier.LOCAL_LARGE].context_tokens or LOCAL_MAX_TOKENS)
+
+
 def select_local_tier(tokens: int) -> Tier:
     """The smallest local context that holds `tokens` (prompt plus the output budget)."""
     if tokens > 32_000:
@@ -57,7 +62,8 @@ def tier_specs(settings: Settings) -> dict[Tier, TierSpec]:
     else:
         local = {"model": f"ollama_chat/{settings.local_model}", "provider": "ollama",
                  "api_base": settings.ollama_url, "api_key": None}
-    specs = {tier: TierSpec(tier=tier, context_tokens=LOCAL_CONTEXT[tier.value], **local)  # type: ignore[arg-type]
+    cap = settings.local_context_tokens or LOCAL_CONTEXT["local_large"]
+    specs = {tier: TierSpec(tier=tier, context_tokens=min(LOCAL_CONTEXT[tier.value], cap), **local)  # type: ignore[arg-type]
              for tier in (Tier.LOCAL_FAST, Tier.LOCAL_STANDARD, Tier.LOCAL_LARGE)}
     cloud = {
         Tier.CLOUD_REASONING: settings.cloud_reasoning_model,

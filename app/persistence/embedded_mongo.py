@@ -6,21 +6,19 @@ tests (a real wire-protocol server, real pymongo). Production points at a real M
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import IO
 
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
+
+from app.runtime.child_process import ChildProcess
 
 logger = logging.getLogger(__name__)
 
@@ -78,8 +76,7 @@ class EmbeddedMongo:
         self.log_file = self.work_dir / "nx-27017.log"
         self.pid_file = self.work_dir / "nx-27017.pid"
         self.output_file = self.work_dir / "nx-27017.out"
-        self._process: subprocess.Popen[bytes] | None = None
-        self._output: IO[bytes] | None = None
+        self._child = ChildProcess(self.output_file, grace_seconds=_STOP_GRACE_SECONDS)
         self._url: str | None = None
 
     @property
@@ -90,7 +87,7 @@ class EmbeddedMongo:
 
     @property
     def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
+        return self._child.pid
 
     def start(self, timeout: float = 20.0) -> str:
         """Spawn the server and block until a ping answers; return the URL.
@@ -99,7 +96,7 @@ class EmbeddedMongo:
         so a clash (our process died, or the ping reached a different server) is retried on a
         new port.
         """
-        if self._process is not None and self._process.poll() is None:
+        if self._child.running():
             return self.url
         self.stop()  # reap a server that died on its own since the last start
         executable = self.executable or find_executable()
@@ -132,30 +129,16 @@ class EmbeddedMongo:
 
     def _spawn(self, executable: Path, port: int) -> None:
         data_dir = str(self.data_dir) if self.data_dir is not None else "memory"
-        self._output = self.output_file.open("wb")
-        try:
-            self._process = subprocess.Popen(
-                [
-                    str(executable),
-                    "--data-dir", data_dir,
-                    "--host", "127.0.0.1",
-                    "-p", str(port),
-                    "--log-file", str(self.log_file),
-                    "--pid-file", str(self.pid_file),
-                ],
-                cwd=self.work_dir,  # any stray default files land here, not in the caller's cwd
-                stdin=subprocess.DEVNULL,
-                stdout=self._output,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
-            )
+        argv = [str(executable), "--data-dir", data_dir, "--host", "127.0.0.1", "-p", str(port),
+                "--log-file", str(self.log_file), "--pid-file", str(self.pid_file)]
+        try:  # cwd: any stray default files land there, not in the caller's cwd
+            self._child.spawn(argv, cwd=self.work_dir)
         except OSError as exc:
-            self._close_output()
             raise EmbeddedMongoError(f"cannot execute {executable}: {exc}") from exc
 
     def _wait_ready(self, port: int, deadline: float) -> str:
         """Return "ready", "died", "foreign" (someone else's server on the port) or "timeout"."""
-        assert self._process is not None
+        assert self._child.process is not None
         client: MongoClient[dict[str, object]] = MongoClient(
             f"mongodb://127.0.0.1:{port}",
             serverSelectionTimeoutMS=250,
@@ -164,7 +147,7 @@ class EmbeddedMongo:
         )
         try:
             while time.monotonic() < deadline:
-                if self._process.poll() is not None:
+                if self._child.process.poll() is not None:
                     return "died"
                 try:
                     status = client.admin.command("serverStatus")
@@ -172,7 +155,7 @@ class EmbeddedMongo:
                     time.sleep(0.05)
                     continue
                 # The pid check tells our server apart from another one that won the port race.
-                return "ready" if status.get("pid") in (None, self._process.pid) else "foreign"
+                return "ready" if status.get("pid") in (None, self._child.process.pid) else "foreign"
             return "timeout"
         finally:
             client.close()
@@ -194,22 +177,8 @@ class EmbeddedMongo:
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after a grace period. Safe to call any number of times."""
-        process, self._process = self._process, None
         self._url = None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=_STOP_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                logger.warning("nx-27017 pid %s ignored SIGTERM; killing it", process.pid)
-                process.kill()
-                process.wait()
-        self._close_output()
-
-    def _close_output(self) -> None:
-        if self._output is not None:
-            self._output.close()
-            self._output = None
+        self._child.stop()
 
     def __enter__(self) -> EmbeddedMongo:
         self.start()
@@ -222,15 +191,3 @@ class EmbeddedMongo:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _die_with_parent() -> None:
-    """Linux: the server gets SIGTERM when its parent dies, even by SIGKILL, so a killed
-    service or test run leaves no database process behind. Elsewhere a no-op."""
-    if sys.platform != "linux":
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass

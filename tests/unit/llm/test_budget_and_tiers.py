@@ -90,3 +90,14 @@ def test_scope_allows_rule_providers_and_explicit_requests() -> None:
     assert scope.allows("openai") and not scope.allows("anthropic")
     assert scope_for({}, "použij cloud").allows("gemini")
     assert scope_for({}, "oprav", cloud_approved=True).allows("anthropic")
+
+
+def test_local_context_cap_shrinks_the_local_tiers_and_their_capacity() -> None:
+    from app.config import Settings
+    from app.llm.tiers import local_capacity, tier_specs
+
+    capped = tier_specs(Settings(local_llm_api_base="http://127.0.0.1:9/v1", local_context_tokens=16_384))
+    assert [capped[t].context_tokens for t in (Tier.LOCAL_FAST, Tier.LOCAL_STANDARD, Tier.LOCAL_LARGE)] == [
+        8_192, 16_384, 16_384]
+    assert local_capacity(capped) == 16_384 and capped[Tier.LOCAL_FAST].provider == "local"
+    assert local_capacity(tier_specs(Settings())) == 49_000
