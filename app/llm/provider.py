@@ -8,6 +8,7 @@ Tiers and cloud escalation extend this module later; callers only see `complete*
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
@@ -241,7 +242,7 @@ class LitellmProvider:
                             on_token: TokenSink | None = None, max_tokens: int | None = None) -> ModelT:
         """JSON answer validated by `schema`; one repair round that shows the model its error."""
         history = list(messages)
-        json_schema = schema.model_json_schema()
+        json_schema = _json_schema(schema)
         text = await self.complete(history, json_mode=True, on_token=on_token, json_schema=json_schema,
                                    max_tokens=max_tokens)
         try:
@@ -275,6 +276,12 @@ class _Request:
     on_token: TokenSink | None
     prompt_tokens: int
     max_tokens: int
+
+
+@functools.cache
+def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """Built once per model class (pydantic takes milliseconds per build)."""
+    return schema.model_json_schema()
 
 
 def count_tokens(model: str, messages: Sequence[Message]) -> int:
