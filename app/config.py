@@ -164,7 +164,3 @@ class Settings(BaseSettings):
     @property
     def kb_write_url(self) -> str:
         return self.knowledgebase_write_url or self.knowledgebase_url
-
-    @property
-    def workspaces_root(self) -> Path:
-        return self.data_root.resolve()

@@ -21,8 +21,6 @@ RESULT_FILE = "result.json"
 MANIFEST_FILE = "manifest.json"
 #: Files agents create by themselves while they run (aider's history and caches).
 AGENT_RUNTIME_FILES = (".aider.chat.history.md", ".aider.input.history", ".aider.tags.cache.v4")
-#: Everything of ours that must never be committed (also written to .git/info/exclude).
-AGENT_FILES = (JERVIS_DIR, ".claude/mcp.json", "CLAUDE.md", ".aider.conf.yml", *AGENT_RUNTIME_FILES)
 REPO_GUIDES = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
 KB_MCP_SERVER = "/opt/jervis/mcp/kb_server.py"
 

@@ -7,6 +7,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from app.agents.workspace import WorkspaceError
+from app.chat.compression import CompressionError
+from app.correction.errors import CorrectionUpstreamError
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 
 
@@ -35,6 +37,12 @@ def register_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RunNotFoundError)
     async def _not_found(_: Request, exc: RunNotFoundError) -> JSONResponse:
         return JSONResponse(status_code=404, content={"detail": str(exc.args[0] if exc.args else exc)})
+
+    @app.exception_handler(CorrectionUpstreamError)
+    @app.exception_handler(CompressionError)
+    async def _upstream(_: Request, exc: Exception) -> JSONResponse:
+        """The KB or the model failed: a clear 502, never a 500 traceback."""
+        return JSONResponse(status_code=502, content={"detail": str(exc)})
 
     @app.exception_handler(RunConflictError)
     async def _conflict(_: Request, exc: RunConflictError) -> JSONResponse:

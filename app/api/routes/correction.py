@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 
 from app.api.deps import CorrectionServiceDep
-from app.correction.errors import CorrectionUpstreamError
 from app.schemas.correction import (
     CorrectionAnswerRequest,
     CorrectionAnswerResult,
@@ -27,61 +26,36 @@ from app.schemas.correction import (
 router = APIRouter(prefix="/correction", tags=["correction"])
 
 
-def _bad_gateway(exc: CorrectionUpstreamError) -> HTTPException:
-    return HTTPException(status_code=502, detail=str(exc))
-
-
 @router.post("/submit", response_model=CorrectionSubmitResult)
 async def submit(request: CorrectionSubmitRequest, service: CorrectionServiceDep) -> CorrectionSubmitResult:
-    try:
-        return await service.submit(request)
-    except CorrectionUpstreamError as exc:
-        raise _bad_gateway(exc) from exc
+    return await service.submit(request)
 
 
 @router.post("/correct", response_model=CorrectionResult)
 async def correct(request: CorrectionRequest, service: CorrectionServiceDep) -> CorrectionResult:
-    try:
-        return await service.correct(request)
-    except CorrectionUpstreamError as exc:
-        raise _bad_gateway(exc) from exc
+    return await service.correct(request)
 
 
 @router.post("/correct-targeted", response_model=CorrectionResult)
 async def correct_targeted(request: CorrectionTargetedRequest, service: CorrectionServiceDep) -> CorrectionResult:
-    try:
-        return await service.correct_targeted(request)
-    except CorrectionUpstreamError as exc:
-        raise _bad_gateway(exc) from exc
+    return await service.correct_targeted(request)
 
 
 @router.post("/list", response_model=CorrectionListResult)
 async def list_corrections(request: CorrectionListRequest, service: CorrectionServiceDep) -> CorrectionListResult:
-    try:
-        return await service.list_rules(request)
-    except CorrectionUpstreamError as exc:
-        raise _bad_gateway(exc) from exc
+    return await service.list_rules(request)
 
 
 @router.post("/delete")
 async def delete(request: CorrectionDeleteRequest, service: CorrectionServiceDep) -> dict[str, Any]:
-    try:
-        return await service.delete(request.source_urn)
-    except CorrectionUpstreamError as exc:
-        raise _bad_gateway(exc) from exc
+    return await service.delete(request.source_urn)
 
 
 @router.post("/answer", response_model=CorrectionAnswerResult)
 async def answer(request: CorrectionAnswerRequest, service: CorrectionServiceDep) -> CorrectionAnswerResult:
-    try:
-        return await service.answer(request)
-    except CorrectionUpstreamError as exc:
-        raise _bad_gateway(exc) from exc
+    return await service.answer(request)
 
 
 @router.post("/instruct", response_model=CorrectionInstructResult)
 async def instruct(request: CorrectionInstructRequest, service: CorrectionServiceDep) -> CorrectionInstructResult:
-    try:
-        return await service.instruct(request)
-    except CorrectionUpstreamError as exc:
-        raise _bad_gateway(exc) from exc
+    return await service.instruct(request)

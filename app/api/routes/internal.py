@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 
 from app.api.deps import ChatCompressorDep
-from app.chat.compression import CompressionError
 from app.schemas.chat import CompressChatRequest, CompressChatResponse
 
 router = APIRouter(tags=["internal"])
@@ -13,7 +12,4 @@ router = APIRouter(tags=["internal"])
 
 @router.post("/internal/compress-chat", response_model=CompressChatResponse)
 async def compress_chat(request: CompressChatRequest, compressor: ChatCompressorDep) -> CompressChatResponse:
-    try:
-        return await compressor.compress(request)
-    except CompressionError as exc:
-        raise HTTPException(status_code=502, detail=str(exc)) from exc
+    return await compressor.compress(request)

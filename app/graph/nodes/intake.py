@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from app.agents.workspace import render_environment
@@ -10,20 +9,10 @@ from app.graph import chat, prompts
 from app.graph.nodes._common import NodeRuntime, clarification_text, identity, task_of
 from app.graph.state import OrchestratorState
 from app.kb.prefetch import fetch_project_context
+from app.llm.scope import cloud_request
 from app.schemas.domain import Classification
 
 MAX_CLARIFICATION_ROUNDS = 2
-
-_CLOUD_PROMPT = re.compile(
-    r"use (?:the )?cloud|cloud model|použij cloud|pouzij cloud|použi cloud|pouzi cloud|přes cloud|pres cloud"
-    r"|použij claude|pouzij claude|use claude|use gpt|use gemini",
-    re.IGNORECASE,
-)
-
-
-def detect_cloud_prompt(query: str) -> bool:
-    return bool(_CLOUD_PROMPT.search(query))
-
 
 async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
@@ -57,5 +46,5 @@ async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
         "task_complexity": str(result.complexity),
         "needs_clarification": needs,
         "clarification_questions": result.clarification_questions if needs else [],
-        "allow_cloud_prompt": detect_cloud_prompt(task["query"]),
+        "allow_cloud_prompt": cloud_request(task["query"]) is not None,
     }
