@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
@@ -26,127 +27,198 @@ def _default_pod_id() -> str:
 
 
 class Settings(BaseSettings):
-    """Validated at start-up; defaults are loopback or in-cluster service names, never a private IP."""
+    """Validated at start-up; defaults are loopback or in-cluster service names, never a private IP.
 
-    model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True)
+    Each field's docstring is its documentation: the README's configuration table is generated
+    from them (`python -m tools.readme`).
+    """
+
+    model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True, use_attribute_docstrings=True)
 
     host: str = "0.0.0.0"
+    """Listen address of `python -m app.dev` (the container runs uvicorn with its own flags)."""
     port: int = 8090
+    """Listen port of `python -m app.dev`."""
 
     mongodb_url: str = "mongodb://localhost:27017"
+    """MongoDB for checkpoints, lock, context store and run registry (`scripts/run.sh` starts an embedded nx-27017 when unset). May carry credentials: keep it in a Secret."""
     mongodb_database: str = "jervis_orchestrator"
+    """Database of the lock, context store and run registry."""
     checkpoint_database: str = "jervis_checkpoints"
+    """Database of the LangGraph checkpoints."""
+    kotlin_mongodb_database: str | None = None
+    """The Kotlin server's database on the same MongoDB: when set, the spec §20.3 indexes of its `chat_messages`, `chat_summaries` and `tasks` are ensured at start-up."""
 
     kotlin_server_url: str = "http://jervis-server:5500"
+    """Where progress and status pushes and tracker calls go."""
     knowledgebase_url: str = "http://jervis-knowledgebase:8080"
+    """Knowledge Base (read service)."""
     knowledgebase_write_url: str | None = None
+    """Knowledge Base write service (default: the read URL)."""
     ollama_url: str = "http://localhost:11434"
+    """Ollama serving the local tiers."""
 
     k8s_namespace: str = "jervis"
+    """Namespace of the agent Jobs."""
     data_root: Path = Path("/opt/jervis/data")
+    """Shared volume holding the workspaces (`.data/workspaces` with `scripts/run.sh`); mounted into every agent Job."""
     container_registry: str = "localhost:5000/jervis"
+    """Registry of the agent images."""
     agent_runner: Literal["local", "kubernetes"] = "local"
-    #: Local runner: the agent command the entrypoint runs for every agent type (argv, JSON
-    #: list). Empty = the built-in deterministic agent (`app/agents/scripted_agent.py`), which
-    #: only applies file edits the instructions spell out. `LOCAL_REAL_AGENTS=true` runs the real
-    #: agent of each step instead (aider / claude / … must be on PATH).
+    """`local`: the agent entrypoint as a subprocess; `kubernetes`: one Job per step."""
     local_agent_command: list[str] = Field(default_factory=list)
+    """Local runner: the agent command (argv, JSON list) for every agent type. Empty = the built-in deterministic agent (`app/agents/scripted_agent.py`), which only applies file edits the instructions spell out."""
     local_real_agents: bool = False
-    #: Kubernetes runner (spec §10): images `{container_registry}/{agent_images[agent]}:{agent_image_tag}`.
+    """Local runner: run the real agent of each step (aider / claude / … on PATH) instead."""
     agent_images: dict[str, str] = Field(default_factory=lambda: {
         "aider": "jervis-aider", "openhands": "jervis-coding-engine", "claude": "jervis-claude", "junie": "jervis-junie",
     })
+    """Image name per agent: `{CONTAINER_REGISTRY}/{name}:{AGENT_IMAGE_TAG}` (JSON)."""
     agent_image_tag: str = "latest"
+    """Tag of the agent images."""
     agent_concurrency: dict[str, int] = Field(default_factory=lambda: {
         "aider": 3, "openhands": 2, "claude": 2, "junie": 1,
     })
+    """Running agents per type (per pod, and counted among the cluster's Jobs) (JSON)."""
     agent_models: dict[str, str] = Field(default_factory=lambda: {
         "aider": "ollama_chat/qwen3-coder-tool:30b", "openhands": "ollama/qwen3-coder-tool:30b",
         "claude": "claude-sonnet-4-5", "junie": "",
     })
-    #: The agent image whose Job runs git (commit / push) after the user's approval.
+    """`AGENT_MODEL` handed to each agent (JSON)."""
     git_agent: str = "claude"
+    """The agent image whose Job runs git (commit / push) after the user's approval."""
     kubeconfig: str | None = None
+    """Kubeconfig file; unset = in-cluster configuration inside a pod, else `~/.kube/config`."""
     pvc_claim_name: str = "jervis-data-pvc"
+    """PersistentVolumeClaim mounted at `DATA_ROOT` in agent Jobs."""
     agent_secret_name: str = "jervis-agent-secrets"
-    #: Secret keys exposed to agent Jobs as env vars of the same name (by reference, optional).
+    """Secret whose keys agent Jobs receive by reference (never copied into the Job)."""
     agent_secret_keys: list[str] = Field(default_factory=lambda: [
         "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "JUNIE_API_KEY", "GIT_TOKEN",
     ])
+    """Keys of `AGENT_SECRET_NAME` exposed to agents as env vars of the same name (optional refs); their values are also redacted from logs when this process has them (JSON)."""
     agent_service_account: str | None = None
+    """Service account of agent Jobs (none = the namespace default)."""
     job_ttl_seconds: int = 300
+    """`ttlSecondsAfterFinished` of agent Jobs."""
     agent_cpu_request: str = "250m"
+    """CPU request of an agent pod."""
     agent_memory_request: str = "256Mi"
+    """Memory request of an agent pod."""
     agent_cpu_limit: str = "1000m"
+    """CPU limit of an agent pod."""
     agent_memory_limit: str = "1Gi"
+    """Memory limit of an agent pod."""
     k8s_request_timeout_seconds: float = 30.0
-    #: How often a waiting runner re-checks a Job and its pod (a watch wakes it sooner).
+    """Timeout of one Kubernetes API call."""
     k8s_poll_seconds: float = 2.0
+    """How often a waiting runner re-checks a Job and its pod (a watch wakes it sooner)."""
     agent_timeouts: dict[str, int] = Field(
         default_factory=lambda: {"aider": 600, "openhands": 1800, "claude": 1800, "junie": 1200}
     )
+    """Seconds per agent step (`activeDeadlineSeconds` of its Job) (JSON)."""
     agent_selection: dict[str, AgentName] = Field(default_factory=lambda: dict(DEFAULT_AGENT_SELECTION))
+    """Step complexity → agent (JSON; every complexity required)."""
 
     local_model: str = "qwen3-coder-tool:30b"
-    #: An OpenAI-compatible local server instead of Ollama (the embedded model of `app/dev.py`).
+    """Ollama model of the local tiers."""
     local_llm_api_base: str | None = None
+    """An OpenAI-compatible local server instead of Ollama (set by `scripts/run.sh` for the embedded model)."""
     local_llm_model: str = "openai/local"
-    #: The local server's real context window: caps the local tiers, so a call that does not fit
-    #: escalates instead of being refused (the embedded model has 16k).
+    """litellm model string for `LOCAL_LLM_API_BASE`."""
     local_context_tokens: int | None = None
-    #: Cloud tiers (spec §8.1): litellm model strings; keys enable them.
+    """The local server's context window: caps the local tiers, so a larger call escalates instead of being refused."""
     cloud_reasoning_model: str = "anthropic/claude-sonnet-4-5"
+    """Cloud tier for reasoning (litellm model string)."""
     cloud_coding_model: str = "openai/gpt-4o"
+    """Cloud tier for coding."""
     cloud_premium_model: str = "anthropic/claude-opus-4-6"
+    """Cloud tier for critical work."""
     cloud_large_context_model: str = "gemini/gemini-2.5-pro"
+    """Cloud tier for very long prompts."""
     anthropic_api_key: SecretStr | None = None
+    """Enables the Anthropic tiers (never logged)."""
     openai_api_key: SecretStr | None = None
+    """Enables the OpenAI tier (never logged)."""
     google_api_key: SecretStr | None = None
-    #: Provider endpoints (defaults: the providers' public APIs, as litellm knows them).
+    """Enables the Gemini tier (never logged)."""
     anthropic_api_base: str | None = None
+    """Anthropic endpoint override (default: the public API)."""
     openai_api_base: str | None = None
+    """OpenAI endpoint override."""
     gemini_api_base: str | None = None
+    """Gemini endpoint override."""
     heartbeat_dead_seconds: float = 300.0
+    """No token for this long = the model is dead (the call escalates or fails); there is no total timeout."""
     llm_max_output_tokens: int = 4096
+    """Output budget of one LLM call."""
     llm_retries: int = 2
+    """Retries of a transient LLM failure, with exponential backoff."""
     llm_retry_base_delay: float = 1.0
-    #: A provider that failed this many calls in a row is skipped for `llm_breaker_seconds`.
+    """First retry delay in seconds."""
     llm_breaker_failures: int = 3
+    """A provider that failed this many calls in a row is skipped for `LLM_BREAKER_SECONDS`."""
     llm_breaker_seconds: float = 60.0
+    """How long a failing provider is skipped."""
     llm_health_cache_seconds: float = 60.0
-    #: Budgets per orchestration (None = unlimited); a request may set its own.
+    """How long `/health` reuses the LLM tiers' state."""
     budget_max_tokens: int | None = None
+    """Token budget per orchestration (none = unlimited; a request may set its own)."""
     budget_max_cost_usd: float | None = None
+    """Cost budget per orchestration in USD."""
     budget_max_seconds: float | None = None
+    """LLM time budget per orchestration."""
     budget_warn_fraction: float = 0.8
-    #: At 100 %: "stop" ends the run with an error; "ask" interrupts for approval to continue.
+    """Fraction of a budget at which the user is warned."""
     budget_on_exceeded: Literal["stop", "ask"] = "stop"
+    """At 100 %: `stop` ends the run with an error; `ask` interrupts for approval to continue."""
 
     max_concurrent_orchestrations: int = Field(default=1, ge=1)
+    """Orchestrations at once, per pod (semaphore) and across pods (MongoDB lock); more get HTTP 429."""
     lock_heartbeat_seconds: float = 10.0
+    """Heartbeat of a held lock slot."""
     lock_stale_seconds: float = 300.0
-    pod_id: str = Field(default_factory=_default_pod_id)
-    #: How often a pod looks for runs orphaned by a dead pod (and adopts them).
+    """A slot whose holder stopped heart-beating this long is taken over."""
+    pod_id: str = Field(default_factory=_default_pod_id, json_schema_extra={"doc_default": "<hostname>-<pid>"})
+    """Lock owner id (the Deployment sets the pod name)."""
     recovery_interval_seconds: float = 30.0
-    #: On SIGTERM, running nodes get this long to finish; then the run is suspended (left
-    #: `running` in MongoDB) and another pod, or this one after its restart, continues it.
+    """How often a pod looks for runs orphaned by a dead pod and adopts them."""
     shutdown_grace_seconds: float = 20.0
+    """On SIGTERM, running nodes get this long to finish; then the run is suspended and continued from its last checkpoint by another pod, or this one after its restart."""
 
     context_ttl_days: int = 30
+    """Lifetime of context-store entries."""
     recursion_limit: int = 150
+    """LangGraph recursion limit of one run segment."""
     response_language: str = "cs"
+    """Language of answers and reports."""
 
     kb_timeout_seconds: float = 10.0
-    #: KB ingest embeds the text while the request waits: writes get longer.
+    """Timeout of a KB read."""
     kb_write_timeout_seconds: float = 60.0
-    #: Correction progress while a chunk streams, at most this often (contract §3.3: ~10 s).
+    """Timeout of a KB write (ingest embeds the text while the request waits)."""
     correction_progress_interval_seconds: float = 10.0
+    """Correction progress while a chunk streams, at most this often (contract §3.3)."""
     push_timeout_seconds: float = 5.0
+    """Timeout of one push to Kotlin."""
     push_attempts: int = 3
+    """Attempts of a status push (progress is tried once)."""
     tracker_timeout_seconds: float = 30.0
+    """Timeout of a Kotlin tracker call."""
     health_cache_seconds: float = 5.0
-    #: Events kept per thread for SSE replay (`Last-Event-ID`).
+    """How long `/health` and `/health/ready` reuse a dependency check."""
     stream_buffer_events: int = 2000
+    """Events kept per thread for SSE replay (`Last-Event-ID`)."""
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Level of the service's log (libraries' chatter stays at WARNING)."""
+    log_format: Literal["json", "text"] = "json"
+    """`json`: one object per line with `thread_id` / `task_id` (production); `text` for a terminal."""
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
 
     @field_validator("kotlin_server_url", "knowledgebase_url", "ollama_url", "knowledgebase_write_url")
     @classmethod
@@ -164,3 +236,24 @@ class Settings(BaseSettings):
     @property
     def kb_write_url(self) -> str:
         return self.knowledgebase_write_url or self.knowledgebase_url
+
+    def secret_values(self) -> list[str]:
+        """Everything that must never reach a log line: API keys, passwords in URLs and the
+        agent secrets (`AGENT_SECRET_KEYS`) when this process has them (local runner)."""
+        keys = [self.anthropic_api_key, self.openai_api_key, self.google_api_key]
+        values = [key.get_secret_value() for key in keys if key is not None]
+        values += [os.environ[name] for name in self.agent_secret_keys if os.environ.get(name)]
+        for url in (self.mongodb_url, self.kotlin_server_url, self.knowledgebase_url, self.knowledgebase_write_url,
+                    self.ollama_url, self.local_llm_api_base, self.anthropic_api_base, self.openai_api_base,
+                    self.gemini_api_base):
+            password = _url_password(url)
+            if password:
+                values.append(password)
+        return values
+
+
+def _url_password(url: str | None) -> str | None:
+    try:
+        return urlsplit(url).password if url else None
+    except ValueError:
+        return None

@@ -1,7 +1,9 @@
 """Health report: cheap dependency checks, cached for a few seconds.
 
 `status` is "ok" unless MongoDB is unreachable: without it no run can be checkpointed, so
-Kotlin must not dispatch. The KB and each LLM tier (ONLINE / OFFLINE / API_ERROR) are reported
+Kotlin must not dispatch. The same rule, plus "not shutting down", is the Kubernetes readiness
+probe; liveness asks only that the process serves requests, so a MongoDB outage takes the pod
+out of the Service without restarting it. The KB and each LLM tier (ONLINE / OFFLINE / API_ERROR) are reported
 but do not make the service unhealthy (the KB is optional for a run; an LLM outage escalates or
 surfaces as a run error naming the tier).
 """
@@ -52,6 +54,13 @@ class HealthChecker:
             "dependencies": dependencies,
             "llm_tiers": tiers,
         }
+
+    async def readiness(self) -> tuple[bool, dict[str, Any]]:
+        mongodb = (await self._dependencies())["mongodb"]
+        accepting = self._runs.accepting
+        ready = mongodb["status"] == "ok" and accepting
+        return ready, {"status": "ready" if ready else "not_ready", "mongodb": mongodb,
+                       "accepting_work": accepting}
 
     async def _dependencies(self) -> dict[str, Any]:
         async with self._lock:

@@ -26,10 +26,12 @@ from app.graph.context import RunContext
 from app.health import HealthChecker
 from app.llm.health import ProviderHealth
 from app.llm.provider import LitellmProvider
+from app.observability.metrics import Metrics
 from app.persistence import context_store as context_store_module
 from app.persistence import lock as lock_module
 from app.persistence import runs as runs_module
 from app.persistence.context_store import ContextStore
+from app.persistence.indexes import KOTLIN_INDEXES, ensure_indexes
 from app.persistence.lock import OrchestrationLock
 from app.persistence.mongo import create_client
 from app.persistence.runs import RunStore
@@ -47,6 +49,7 @@ class Services:
     events: EventHub
     health: HealthChecker
     kotlin: KotlinClient
+    metrics: Metrics
     context_store: ContextStore
     chat_compressor: ChatCompressor
     correction: CorrectionService
@@ -65,7 +68,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         )
         context_store = ContextStore(db[context_store_module.COLLECTION_NAME], ttl_days=settings.context_ttl_days)
         run_store = RunStore(db[runs_module.COLLECTION_NAME])
-        await asyncio.gather(lock.setup(), context_store.setup(), run_store.setup())
+        setups = [lock.setup(), context_store.setup(), run_store.setup()]
+        if settings.kotlin_mongodb_database:
+            setups.append(ensure_indexes(mongo[settings.kotlin_mongodb_database], KOTLIN_INDEXES))
+        await asyncio.gather(*setups)
+        metrics = Metrics()
 
         sync_mongo: MongoClient = MongoClient(settings.mongodb_url)
         stack.callback(sync_mongo.close)
@@ -74,21 +81,28 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         http = httpx.AsyncClient(limits=httpx.Limits(max_connections=50))
         stack.push_async_callback(http.aclose)
         kotlin = KotlinClient(http, settings.kotlin_server_url, push_timeout=settings.push_timeout_seconds,
-                              push_attempts=settings.push_attempts, tracker_timeout=settings.tracker_timeout_seconds)
+                              push_attempts=settings.push_attempts, tracker_timeout=settings.tracker_timeout_seconds, metrics=metrics)
         await kotlin.start()
         stack.push_async_callback(kotlin.stop)
         kb = KnowledgeBaseClient(http, settings.knowledgebase_url, settings.kb_write_url,
                                  timeout=settings.kb_timeout_seconds, write_timeout=settings.kb_write_timeout_seconds)
         workspaces = WorkspaceManager(settings.data_root)
-        llm = LitellmProvider(settings)
+        llm = LitellmProvider(settings, metrics=metrics)
         context = RunContext(
             settings=settings, llm=llm, kb=kb, kotlin=kotlin, context_store=context_store,
-            runner=create_runner(settings, workspaces), workspaces=workspaces,
+            runner=create_runner(settings, workspaces, metrics), workspaces=workspaces,
         )
         graph = build_graph().compile(checkpointer=checkpointer)
         events = EventHub(capacity=settings.stream_buffer_events)
-        manager = RunManager(settings=settings, graph=graph, driver=RunDriver(graph, context, kotlin), lock=lock,
-                             runs=run_store, kotlin=kotlin, events=events, workspaces=workspaces)
+        manager = RunManager(settings=settings, graph=graph, driver=RunDriver(graph, context, kotlin, metrics),
+                             lock=lock, runs=run_store, kotlin=kotlin, events=events, workspaces=workspaces,
+                             metrics=metrics)
+        metrics.active_runs.set_function(lambda: manager.active_count)
+
+        async def refresh_lock(m: Metrics) -> None:
+            m.set_lock_slots(await lock.slots_state(), settings.pod_id)
+
+        metrics.on_scrape(refresh_lock)
         stack.push_async_callback(context_store.drain)
         stack.push_async_callback(manager.shutdown)
         await manager.start_recovery()
@@ -99,7 +113,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             progress_interval=settings.correction_progress_interval_seconds,
         )
         app.state.services = Services(settings=settings, runs=manager, events=events, health=health,
-                                      kotlin=kotlin, context_store=context_store,
+                                      kotlin=kotlin, metrics=metrics, context_store=context_store,
                                       chat_compressor=ChatCompressor(llm), correction=correction)
         log.info("orchestrator ready (pod %s, runner %s, max %d concurrent)", settings.pod_id,
                  settings.agent_runner, settings.max_concurrent_orchestrations)

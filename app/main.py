@@ -1,8 +1,7 @@
-"""App factory. `uvicorn app.main:app` reads settings from the environment at start-up."""
+"""App factory. `uvicorn app.main:app` reads settings from the environment when imported, so a
+bad setting stops the process with a clear error before it listens."""
 
 from __future__ import annotations
-
-import logging
 
 from fastapi import FastAPI
 
@@ -10,6 +9,7 @@ from app.api.errors import register_error_handlers
 from app.api.router import api_router
 from app.config import Settings
 from app.lifespan import lifespan
+from app.observability.logs import configure_logging
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -20,5 +20,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-app = create_app()
+settings = Settings()
+configure_logging(level=settings.log_level, fmt=settings.log_format, secrets=settings.secret_values())
+app = create_app(settings)

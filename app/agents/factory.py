@@ -1,13 +1,19 @@
-"""AGENT_RUNNER name → runner."""
+"""AGENT_RUNNER name → runner (metered, whichever it is)."""
 
 from __future__ import annotations
 
 from app.agents.base import AgentRunner
+from app.agents.metered import MeteredRunner
 from app.agents.workspace import WorkspaceManager
 from app.config import Settings
+from app.observability.metrics import Metrics
 
 
-def create_runner(settings: Settings, workspaces: WorkspaceManager) -> AgentRunner:
+def create_runner(settings: Settings, workspaces: WorkspaceManager, metrics: Metrics) -> AgentRunner:
+    return MeteredRunner(_create(settings, workspaces), metrics)
+
+
+def _create(settings: Settings, workspaces: WorkspaceManager) -> AgentRunner:
     if settings.agent_runner == "kubernetes":
         from app.agents.k8s_client import KubernetesApi, load_api_client
         from app.agents.kubernetes import KubernetesJobRunner

@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from app.chat.compression import ChatCompressor
 from app.correction.service import CorrectionService
 from app.health import HealthChecker
+from app.observability.metrics import Metrics
 from app.runs.events import EventHub
 from app.runs.manager import RunManager
 
@@ -25,6 +26,10 @@ def get_health(request: Request) -> HealthChecker:
     return request.app.state.services.health
 
 
+def get_metrics(request: Request) -> Metrics:
+    return request.app.state.services.metrics
+
+
 def get_chat_compressor(request: Request) -> ChatCompressor:
     return request.app.state.services.chat_compressor
 
@@ -36,5 +41,6 @@ def get_correction_service(request: Request) -> CorrectionService:
 RunManagerDep = Annotated[RunManager, Depends(get_run_manager)]
 EventHubDep = Annotated[EventHub, Depends(get_event_hub)]
 HealthDep = Annotated[HealthChecker, Depends(get_health)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 ChatCompressorDep = Annotated[ChatCompressor, Depends(get_chat_compressor)]
 CorrectionServiceDep = Annotated[CorrectionService, Depends(get_correction_service)]

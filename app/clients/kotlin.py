@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx
 
+from app.observability.logs import run_context
+from app.observability.metrics import Metrics
 from app.schemas.correction import CorrectionProgressPush
 from app.schemas.kotlin import (
     ProgressPush,
@@ -51,6 +53,7 @@ class KotlinClient:
         push_attempts: int = 3,
         tracker_timeout: float = 30.0,
         retry_base_delay: float = 0.5,
+        metrics: Metrics | None = None,
     ) -> None:
         self._http = http
         self._base = base_url.rstrip("/")
@@ -61,6 +64,7 @@ class KotlinClient:
         self._queue: asyncio.Queue[_Outgoing] = asyncio.Queue()
         self._sender: asyncio.Task[None] | None = None
         self.failed_pushes = 0
+        self._metrics = metrics or Metrics()
 
     async def start(self) -> None:
         if self._sender is None:
@@ -94,7 +98,8 @@ class KotlinClient:
         while True:
             item = await self._queue.get()
             try:
-                await self._send(item)
+                with run_context(thread_id=item.body.get("threadId"), task_id=item.body.get("taskId")):
+                    await self._send(item)
             finally:
                 self._queue.task_done()
 
@@ -114,6 +119,7 @@ class KotlinClient:
             if attempt < item.attempts:
                 await asyncio.sleep(self._retry_base_delay * 2 ** (attempt - 1))
         self.failed_pushes += 1
+        self._metrics.push_failed(item.path)
         log.warning("push %s failed after %d attempt(s): %s", item.path, item.attempts, reason)
 
     async def create_issue(self, request: TrackerCreateIssue) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from app.llm.budget import BudgetExceededError, Usage
 from app.llm.parsing import JsonParseError, parse_json_object
 from app.llm.scope import LlmScope, current_scope
 from app.llm.tiers import CLOUD_PREFERENCE, Tier, TierSpec, local_capacity, select_local_tier, tier_specs
+from app.observability.metrics import Metrics
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402  (heavy: imported once, at start-up)
@@ -89,7 +90,9 @@ class LitellmProvider:
     """Local tiers first (spec §8): a prompt that fits goes to the local model sized by its token
     count; a failed or too-large local call escalates to a cloud tier the run may use, or asks."""
 
-    def __init__(self, settings: Settings, *, breaker: CircuitBreaker | None = None) -> None:
+    def __init__(self, settings: Settings, *, breaker: CircuitBreaker | None = None,
+                 metrics: Metrics | None = None) -> None:
+        self._metrics = metrics or Metrics()
         self._specs = tier_specs(settings)
         self._heartbeat = settings.heartbeat_dead_seconds
         self._max_tokens = settings.llm_max_output_tokens
@@ -176,20 +179,24 @@ class LitellmProvider:
                 text = await self._stream(spec, request)
             except HeartbeatTimeoutError:
                 self.breaker.failure(spec.provider)
+                self._metrics.llm_call(tier.value, "heartbeat_timeout")
                 raise
             except LlmError as exc:
                 if _transient(exc) and attempt < self._retries:
                     await asyncio.sleep(self._retry_delay * 2 ** attempt)
                     continue
                 self.breaker.failure(spec.provider)
+                self._metrics.llm_call(tier.value, "error")
                 raise LlmError(f"{tier.value} ({spec.model}): {exc}") from exc
             self.breaker.success(spec.provider)
+            completion = count_tokens(spec.model, [{"role": "assistant", "content": text}])
+            usage = Usage(prompt_tokens=request.prompt_tokens, completion_tokens=completion,
+                          cost_usd=estimate_cost(spec.model, request.prompt_tokens, completion),
+                          seconds=time.monotonic() - started, calls=1)
+            self._metrics.llm_call(tier.value, "ok", seconds=usage.seconds, prompt_tokens=usage.prompt_tokens,
+                                   completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd)
             if scope.budget is not None:
-                completion = count_tokens(spec.model, [{"role": "assistant", "content": text}])
-                scope.budget.record(scope.node, tier.value, Usage(
-                    prompt_tokens=request.prompt_tokens, completion_tokens=completion,
-                    cost_usd=estimate_cost(spec.model, request.prompt_tokens, completion),
-                    seconds=time.monotonic() - started, calls=1))
+                scope.budget.record(scope.node, tier.value, usage)
             return text
         raise AssertionError("unreachable")
 

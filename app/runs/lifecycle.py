@@ -17,6 +17,7 @@ from app.clients.kotlin import KotlinClient
 from app.graph.builder import NODE_NAMES
 from app.graph.context import RunContext
 from app.llm.scope import current_scope
+from app.observability.metrics import Metrics
 from app.runs.events import EventLog
 from app.schemas.kotlin import ProgressPush
 
@@ -77,10 +78,11 @@ class RunOutcome:
 
 
 class RunDriver:
-    def __init__(self, graph: Pregel, context: RunContext, kotlin: KotlinClient) -> None:
+    def __init__(self, graph: Pregel, context: RunContext, kotlin: KotlinClient, metrics: Metrics) -> None:
         self._graph = graph
         self._context = context
         self._kotlin = kotlin
+        self._metrics = metrics
 
     def config(self, thread_id: str) -> dict[str, Any]:
         return {"configurable": {"thread_id": thread_id},
@@ -146,7 +148,11 @@ class RunDriver:
         else:
             error = chunk.get("error")
             began = started.pop(chunk.get("id", node), None)
-            duration = round((time.perf_counter() - began) * 1000, 2) if began is not None else None
+            duration = None
+            if began is not None:
+                seconds = time.perf_counter() - began
+                self._metrics.node_finished(node, seconds, failed=bool(error))
+                duration = round(seconds * 1000, 2)
             events.publish("node_end", {"node": node, "duration_ms": duration,
                                         **({"error": str(error)} if error else {})})
 

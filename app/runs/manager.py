@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,10 +25,13 @@ from app.graph.approval import is_approved
 from app.llm.budget import BudgetExceededError, BudgetLimits, BudgetTracker
 from app.llm.provider import LlmError
 from app.llm.scope import LlmScope, current_scope, scope_for, use_scope
+from app.observability.logs import run_context
+from app.observability.metrics import Metrics
 from app.persistence.lock import LockLease, OrchestrationLock
 from app.persistence.runs import RunRecord, RunStore
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 from app.runs.events import EventHub, EventLog
+from app.runs.ids import new_thread_id, task_id_of
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome
 from app.schemas.domain import CodingTask
 from app.schemas.kotlin import (
@@ -80,10 +82,6 @@ def _record_of(run: ActiveRun) -> RunRecord:
     )
 
 
-def new_thread_id(task_id: str) -> str:
-    return f"thread-{task_id}-{uuid.uuid4().hex[:8]}"
-
-
 def initial_state(request: OrchestrateRequest, thread_id: str, limits: BudgetLimits | None = None) -> dict[str, Any]:
     task = CodingTask(
         id=request.task_id, client_id=request.client_id, project_id=request.project_id,
@@ -115,6 +113,7 @@ class RunManager:
         kotlin: KotlinClient,
         events: EventHub,
         workspaces: WorkspaceManager,
+        metrics: Metrics,
     ) -> None:
         self._settings = settings
         self._graph = graph
@@ -124,6 +123,7 @@ class RunManager:
         self._kotlin = kotlin
         self._events = events
         self._workspaces = workspaces
+        self._metrics = metrics
         self._slots = asyncio.Semaphore(settings.max_concurrent_orchestrations)
         self._active: dict[str, ActiveRun] = {}
         self._accepting = True
@@ -139,8 +139,14 @@ class RunManager:
 
     # --- admission -------------------------------------------------------------------------
 
+    @property
+    def accepting(self) -> bool:
+        """False once shutdown began: the pod is no longer ready for work."""
+        return self._accepting
+
     async def _admit(self, thread_id: str) -> LockLease:
         if not self._accepting or self._slots.locked():
+            self._metrics.rejections.inc()
             raise RunBusyError(BUSY_MESSAGE)
         await self._slots.acquire()  # immediate: checked above, no await in between
         try:
@@ -150,6 +156,7 @@ class RunManager:
             raise
         if lease is None:
             self._slots.release()
+            self._metrics.rejections.inc()
             raise RunBusyError(BUSY_MESSAGE)
         return lease
 
@@ -193,7 +200,7 @@ class RunManager:
             self._slots.release()
             raise RunConflictError(f"{thread_id} is not waiting for approval (resumed, cancelled or ended)")
         task = snapshot.values.get("task") or {}
-        run = ActiveRun(RunIdentity(thread_id, task.get("id") or thread_id.split("-")[1],
+        run = ActiveRun(RunIdentity(thread_id, task.get("id") or task_id_of(thread_id) or thread_id,
                                     task.get("client_id") or ""))
         self._spawn(run, lease, Command(resume=resume_value), known=snapshot.values)
         return run
@@ -213,6 +220,7 @@ class RunManager:
         if record is None or not await self._runs.transition(thread_id, from_status="interrupted",
                                                              status="error", error=error):
             raise RunNotFoundError(f"No active task for {thread_id}")
+        self._metrics.orchestration_ended("cancelled" if error == CANCELLED_MESSAGE else "error")
         self._kotlin.push_status(StatusPush(task_id=record.task_id, client_id=record.client_id,
                                             thread_id=thread_id, status="error", error=error))
         self._events.log(thread_id).publish("error", {"error": error})
@@ -305,6 +313,12 @@ class RunManager:
     async def _execute(self, run: ActiveRun, lease: LockLease, graph_input: Any, record: RunRecord | None,
                        known: dict[str, Any] | None) -> RunOutcome:
         identity = run.identity
+        with run_context(thread_id=identity.thread_id, task_id=identity.task_id):
+            return await self._execute_in_context(run, lease, graph_input, record, known)
+
+    async def _execute_in_context(self, run: ActiveRun, lease: LockLease, graph_input: Any,
+                                  record: RunRecord | None, known: dict[str, Any] | None) -> RunOutcome:
+        identity = run.identity
         events = self._events.log(identity.thread_id)
         watcher = asyncio.create_task(self._cancel_when_lost(run, lease))
         try:
@@ -337,6 +351,7 @@ class RunManager:
         if run.scope is not None and run.scope.budget is not None:
             outcome.usage = run.scope.budget.snapshot()
         run.outcome = outcome
+        self._metrics.orchestration_ended("cancelled" if run.cancel_requested else outcome.status)
         try:
             # Free the slots before telling Kotlin: it dispatches the next task as soon as it
             # hears "done", and must not meet a 429 from a run that has already ended.
@@ -356,6 +371,7 @@ class RunManager:
         Kotlin hears nothing, so the task is not failed for a deployment."""
         thread_id = run.identity.thread_id
         log.warning("suspending %s: it will be resumed from its last checkpoint", thread_id)
+        self._metrics.orchestration_ended("suspended")
         try:
             await lease.release()
         finally:
@@ -395,6 +411,7 @@ class RunManager:
 
     async def _cancel_when_lost(self, run: ActiveRun, lease: LockLease) -> None:
         await lease.lost.wait()
+        self._metrics.lock_lost.inc()
         log.error("lost the orchestration lock for %s: stopping the run", run.identity.thread_id)
         if run.task is not None:
             run.task.cancel()

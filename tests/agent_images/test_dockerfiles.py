@@ -1,6 +1,6 @@
 """Static checks of the agent Dockerfiles (no Docker engine here, so nothing is built).
 
-A tiny parser (continuation lines, comments, exec-form JSON) checks what the images promise:
+The shared parser (`tests/dockerfile_parser.py`) checks what the images promise:
 valid instructions, pinned base images, a non-root numeric USER before the ENTRYPOINT, the shared
 entrypoint and KB MCP server copied in, every COPY source present in the build context
 (`docker build -f agent-images/<agent>/Dockerfile agent-images`), git with `safe.directory`.
@@ -8,80 +8,19 @@ entrypoint and KB MCP server copied in, every COPY source present in the build c
 
 from __future__ import annotations
 
-import json
 import re
-import shlex
-from dataclasses import dataclass
 
 import pytest
 
 from tests.agent_images.conftest import REPO_ROOT
+from tests.dockerfile_parser import (
+    KEYWORDS, Instruction, copy_sources, env_pairs, exec_form, image_is_pinned, parse_dockerfile,
+)
 
 CONTEXT = REPO_ROOT / "agent-images"
 AGENTS = ("aider", "claude", "openhands", "junie")
 ENTRYPOINT_PATH = "/opt/jervis/jervis_entrypoint.py"
 KB_SERVER_PATH = "/opt/jervis/mcp/kb_server.py"
-KEYWORDS = {"ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK", "LABEL",
-            "MAINTAINER", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME", "WORKDIR"}
-
-
-@dataclass(frozen=True)
-class Instruction:
-    keyword: str
-    args: str
-    line: int
-
-
-def parse_dockerfile(text: str) -> list[Instruction]:
-    """Instructions with continuations joined; comment lines are dropped, also inside continuations
-    (as Docker does). Parser directives (`# syntax=`) are comments here."""
-    instructions: list[Instruction] = []
-    pending: list[str] = []
-    start = 0
-    for number, raw in enumerate(text.splitlines(), 1):
-        stripped = raw.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if not pending:
-            start = number
-        if stripped.endswith("\\"):
-            pending.append(stripped[:-1].strip())
-            continue
-        pending.append(stripped)
-        keyword, _, args = " ".join(part for part in pending if part).partition(" ")
-        instructions.append(Instruction(keyword.upper(), args.strip(), start))
-        pending = []
-    assert not pending, "the Dockerfile ends inside a continuation"
-    return instructions
-
-
-def exec_form(args: str) -> list[str]:
-    value = json.loads(args)
-    assert isinstance(value, list) and all(isinstance(item, str) for item in value), f"not exec form: {args}"
-    return value
-
-
-def env_pairs(args: str) -> dict[str, str]:
-    """`ENV a=1 b="x y"` (and the legacy `ENV a 1`)."""
-    words = shlex.split(args)
-    if words and "=" not in words[0]:
-        return {words[0]: " ".join(words[1:])}
-    return dict(word.split("=", 1) for word in words)
-
-
-def copy_sources(args: str) -> tuple[list[str], str]:
-    """Sources and destination of a COPY/ADD, without its --flags (exec form accepted too)."""
-    words = exec_form(args) if args.startswith("[") else shlex.split(args)
-    words = [word for word in words if not word.startswith("--")]
-    return words[:-1], words[-1]
-
-
-def image_is_pinned(image: str) -> bool:
-    """A tag other than `latest`, or a digest (a registry port is not a tag)."""
-    if "@sha256:" in image:
-        return True
-    name = image.rsplit("/", 1)[-1]
-    return ":" in name and name.split(":", 1)[1] not in ("", "latest")
 
 
 @pytest.fixture(params=AGENTS)

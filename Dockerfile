@@ -1,0 +1,76 @@
+# syntax=docker/dockerfile:1
+# Jervis Orchestrator image. The build context is the repository root:
+#   docker build --platform linux/amd64 -t <registry>/jervis-orchestrator:<tag> .
+# k8s/build_orchestrator.sh builds, pushes and deploys it; docker-compose.yml builds it for a laptop.
+#
+# Base images are pinned by exact version tag. This file was written without registry access, so
+# no digest could be resolved: when you can reach the registry, pin by digest as well
+# (`docker buildx imagetools inspect python:3.11.14-slim-bookworm` gives it) and write
+# `FROM python:3.11.14-slim-bookworm@sha256:<digest>` in both stages.
+# Every requirement ships a binary wheel for linux/amd64 and linux/arm64 (or is pure Python), so
+# the builder needs no compiler.
+
+# ---------------------------------------------------------------- builder: the virtualenv
+FROM python:3.11.14-slim-bookworm AS builder
+
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+
+COPY requirements.txt /tmp/requirements.txt
+RUN python -m venv /opt/venv \
+    && /opt/venv/bin/pip install --no-cache-dir -r /tmp/requirements.txt
+
+# ---------------------------------------------------------------- runtime
+FROM python:3.11.14-slim-bookworm
+
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="jervis-orchestrator" \
+      org.opencontainers.image.description="Jervis Orchestrator: FastAPI + LangGraph service that plans, runs and reviews coding work" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.base.name="docker.io/library/python:3.11.14-slim-bookworm"
+
+# git: the workspace manager and the local runner run it on the workspaces. safe.directory: the
+# shared volume's repositories may be owned by another uid (agent Jobs). uid/gid 1000: the same
+# user the agent Jobs run as (app/agents/job_spec.py), so both can write the shared workspaces.
+# /opt/jervis/data is created owned by that user, so a fresh named volume (compose) inherits it.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends git ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && git config --system --add safe.directory '*' \
+    && groupadd --gid 1000 jervis \
+    && useradd --uid 1000 --gid 1000 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin jervis \
+    && mkdir -p /opt/jervis/data \
+    && chown 1000:1000 /opt/jervis/data
+
+COPY --from=builder /opt/venv /opt/venv
+
+# HOME=/tmp: the root filesystem is read-only in the cluster; /tmp is an emptyDir there.
+# LITELLM_LOCAL_MODEL_COST_MAP: litellm must never fetch its price map from the internet.
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HOME=/tmp \
+    LITELLM_LOCAL_MODEL_COST_MAP=True \
+    DATA_ROOT=/opt/jervis/data
+
+# The repository layout is kept: app/agents/local.py finds the agent entrypoint at
+# <root>/agent-images/entrypoint/jervis_entrypoint.py (parents[2] of its own file).
+WORKDIR /opt/jervis/orchestrator
+COPY app/ ./app/
+COPY agent-images/entrypoint/ ./agent-images/entrypoint/
+COPY agent-images/kb_mcp/ ./agent-images/kb_mcp/
+# Byte-code compiled at build time: the running container cannot write it (read-only root).
+RUN python -m compileall -q app agent-images
+
+USER 1000:1000
+EXPOSE 8090
+# uvicorn is PID 1 (exec form), so SIGTERM reaches the app, which stops taking work, lets a running
+# node reach its checkpoint (SHUTDOWN_GRACE_SECONDS, default 20) and releases its MongoDB lock.
+STOPSIGNAL SIGTERM
+# No curl in a slim image: urllib raises on a non-2xx answer, which fails the check.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8090/health/ready', timeout=8)"]
+CMD ["uvicorn", "app.main:app", "--host", "0.0.0.0", "--port", "8090"]

@@ -1,0 +1,148 @@
+"""Structured logs: one JSON object per line, the run's `thread_id` / `task_id` on every line,
+configured secrets never written.
+
+The run identity travels in context variables: `run_context()` is entered by the task that drives
+a run, and every task it spawns inherits it, so nodes, LLM calls and agent runners need not pass
+ids to their loggers. Redaction happens on the formatted line (message, arguments and traceback
+alike), for the secrets the service was configured with and for token shapes it was not told of
+(an agent's `GIT_TOKEN` echoed in its log, a provider error quoting a key).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import IO, Literal
+
+from app.runs.ids import task_id_of
+
+_thread_id: ContextVar[str | None] = ContextVar("log_thread_id", default=None)
+_task_id: ContextVar[str | None] = ContextVar("log_task_id", default=None)
+
+REDACTED = "***"
+
+#: Credentials recognisable by shape: provider keys, GitHub/GitLab tokens, bearer headers,
+#: passwords in URLs. Their secret part is replaced, the recognisable prefix kept for debugging.
+_TOKEN_PATTERNS = (
+    re.compile(r"\b(sk-(?:ant-|proj-)?)[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"\b(gh[pousr]_)[A-Za-z0-9]{20,}"),
+    re.compile(r"\b(github_pat_)[A-Za-z0-9_]{20,}"),
+    re.compile(r"\b(glpat-)[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"\b(AIza)[A-Za-z0-9_\-]{30,}"),
+    re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{12,}=*"),
+    re.compile(r"(?i)\b((?:x-)?api[-_]?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9._\-]{12,}"),
+    re.compile(r"(://[^/\s:@]+:)[^/\s@]+(?=@)"),
+)
+#: Shorter configured values would redact ordinary words.
+_MIN_SECRET_LENGTH = 6
+
+
+@contextmanager
+def run_context(*, thread_id: str | None, task_id: str | None) -> Iterator[None]:
+    """Tag every log line written inside (and in tasks started inside) with the run's ids."""
+    thread_token, task_token = _thread_id.set(thread_id), _task_id.set(task_id)
+    try:
+        yield
+    finally:
+        _thread_id.reset(thread_token)
+        _task_id.reset(task_token)
+
+
+class Redactor:
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        values = {s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH}
+        self._secrets = sorted(values, key=len, reverse=True)  # longest first: no partial leftovers
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        for pattern in _TOKEN_PATTERNS:
+            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+        return text
+
+
+#: The run named in a request path (uvicorn logs requests outside any run's context).
+_RUN_PATH = re.compile(r"/(?:approve|cancel|status|stream)/(thread-[^/?\s]+)")
+
+
+class _RunContextFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        thread_id, task_id = _thread_id.get(), _task_id.get()
+        if thread_id is None and record.name == "uvicorn.access" and isinstance(record.args, tuple):
+            match = _RUN_PATH.search(" ".join(map(str, record.args)))
+            if match:
+                thread_id = match.group(1)
+                task_id = task_id_of(thread_id)
+        record.thread_id, record.task_id = thread_id, task_id
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def __init__(self, redact: Redactor) -> None:
+        super().__init__()
+        self._redact = redact
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": self._redact(record.getMessage()),
+            "thread_id": getattr(record, "thread_id", None),
+            "task_id": getattr(record, "task_id", None),
+        }
+        exception = self.formatException(record.exc_info) if record.exc_info else record.exc_text
+        if exception:
+            entry["exception"] = self._redact(exception)
+        if record.stack_info:
+            entry["stack"] = self._redact(record.stack_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """For a developer's terminal (`LOG_FORMAT=text`): the same fields on one readable line."""
+
+    def __init__(self, redact: Redactor) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s [%(thread_id)s %(task_id)s] %(message)s")
+        self._redact = redact
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self._redact(super().format(record))
+
+
+def build_handler(*, fmt: Literal["json", "text"] = "json", secrets: Iterable[str] = (),
+                  stream: IO[str] | None = None) -> logging.Handler:
+    redact = Redactor(secrets)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.addFilter(_RunContextFilter())
+    handler.setFormatter(JsonFormatter(redact) if fmt == "json" else TextFormatter(redact))
+    return handler
+
+
+def configure_logging(*, level: str = "INFO", fmt: Literal["json", "text"] = "json",
+                      secrets: Iterable[str] = ()) -> None:
+    """Route every logger (uvicorn's and litellm's included) to one stderr handler."""
+    handler = build_handler(fmt=fmt, secrets=secrets)
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        root.removeHandler(existing)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    logging.captureWarnings(True)  # Python warnings become log lines too
+    # uvicorn and litellm attach their own stream handlers (uvicorn before importing the app):
+    # hand their records to ours, so every line has one format and passes the redactor.
+    for logger in list(logging.root.manager.loggerDict.values()):
+        if isinstance(logger, logging.Logger):
+            for existing in [h for h in logger.handlers if type(h) is not logging.NullHandler]:
+                logger.removeHandler(existing)
+            if logger.name.startswith("uvicorn"):
+                logger.propagate = True
+    for noisy in ("httpx", "kubernetes.client.rest"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

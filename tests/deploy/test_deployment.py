@@ -1,0 +1,186 @@
+"""The orchestrator's Deployment, Service, ConfigMap and NetworkPolicy as written in k8s/ (spec §19.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from starlette.routing import Match
+
+from app.api.router import api_router
+from app.config import Settings
+from tests.deploy.helpers import (
+    K8S_DIR, NAMESPACE, SETTINGS_ENV, STANDARD_ENV, Doc, find, load_file, resource_docs,
+)
+
+PORT = 8090
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[Doc]:
+    return resource_docs()
+
+
+@pytest.fixture(scope="module")
+def config(docs: list[Doc]) -> dict[str, str]:
+    return find(docs, "ConfigMap", "jervis-orchestrator-config")["data"]
+
+
+@pytest.fixture(scope="module")
+def pod(docs: list[Doc]) -> Doc:
+    deployment = find(docs, "Deployment", "jervis-orchestrator")
+    assert deployment["spec"]["replicas"] == 1
+    return deployment["spec"]["template"]
+
+
+@pytest.fixture(scope="module")
+def container(pod: Doc) -> Doc:
+    [container] = pod["spec"]["containers"]
+    return container
+
+
+def port_number(container: Doc, port: Any) -> int:
+    """A probe's or Service's port: a number, or the name of one of the container's ports."""
+    if isinstance(port, int):
+        return port
+    [number] = [p["containerPort"] for p in container["ports"] if p.get("name") == port]
+    return number
+
+
+def test_probes_are_distinct_and_as_the_spec_says(container: Doc) -> None:
+    live, ready, startup = container["livenessProbe"], container["readinessProbe"], container["startupProbe"]
+    assert live["httpGet"]["path"] == "/health/live" and startup["httpGet"]["path"] == "/health/live"
+    assert ready["httpGet"]["path"] == "/health/ready"
+    assert (live["periodSeconds"], live["timeoutSeconds"]) == (30, 10)
+    assert (ready["periodSeconds"], ready["timeoutSeconds"]) == (15, 10)
+    for probe in (live, ready, startup):
+        assert port_number(container, probe["httpGet"]["port"]) == PORT
+    # The startup probe gives the app (litellm's import alone takes seconds) time before liveness.
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 60
+
+
+def served(path: str) -> bool:
+    """Whether the app's router has a GET route for `path` (matched as a request would be)."""
+    scope = {"type": "http", "path": path, "method": "GET", "root_path": "", "headers": [], "query_string": b""}
+    return any(route.matches(scope)[0] == Match.FULL for route in api_router.routes)
+
+
+def test_probe_and_metrics_paths_are_routes_of_the_app(pod: Doc, container: Doc) -> None:
+    paths = {container[p]["httpGet"]["path"] for p in ("livenessProbe", "readinessProbe", "startupProbe")}
+    paths.add(pod["metadata"]["annotations"]["prometheus.io/path"])
+    assert {path: served(path) for path in paths} == dict.fromkeys(paths, True)
+    assert not served("/health/nope")
+
+
+def test_resources_as_the_spec_says(container: Doc) -> None:
+    assert container["resources"] == {"requests": {"memory": "256Mi", "cpu": "250m"},
+                                      "limits": {"memory": "1Gi", "cpu": "2000m"}}
+
+
+def test_runs_locked_down(pod: Doc, container: Doc) -> None:
+    spec = pod["spec"]
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] != 0
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"] and not security["capabilities"].get("add")
+    assert spec.get("automountServiceAccountToken", True) is True, "the Job runner needs its API token"
+
+
+def test_writable_paths_are_the_volumes(pod: Doc, container: Doc, config: dict[str, str], docs: list[Doc]) -> None:
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    mounts = {m["mountPath"]: volumes[m["name"]] for m in container["volumeMounts"]}
+    claim = mounts[config["DATA_ROOT"]]["persistentVolumeClaim"]["claimName"]
+    assert claim == config["PVC_CLAIM_NAME"] == "jervis-data-pvc"
+    pvc = find(docs, "PersistentVolumeClaim", claim)
+    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"], "agent Jobs on other nodes mount it too"
+    assert "emptyDir" in mounts["/tmp"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["HOME"] == "/tmp" and env["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+
+
+def test_service_account_is_the_role_bindings_subject(pod: Doc, docs: list[Doc]) -> None:
+    [subject] = find(docs, "RoleBinding")["subjects"]
+    assert pod["spec"]["serviceAccountName"] == subject["name"] == "jervis-orchestrator"
+    assert subject["kind"] == "ServiceAccount"
+
+
+def test_agent_jobs_get_a_service_account_without_a_token(config: dict[str, str], docs: list[Doc]) -> None:
+    account = find(docs, "ServiceAccount", config["AGENT_SERVICE_ACCOUNT"])
+    assert account["automountServiceAccountToken"] is False
+
+
+def test_graceful_shutdown_fits_the_grace_period(pod: Doc, config: dict[str, str]) -> None:
+    grace = pod["spec"]["terminationGracePeriodSeconds"]
+    shutdown = float(config["SHUTDOWN_GRACE_SECONDS"])
+    assert grace >= shutdown + 15, "time for the checkpoint, the lock release and the server's own stop"
+    assert grace > Settings.model_fields["shutdown_grace_seconds"].default
+
+
+def test_pod_id_is_the_pod_name(container: Doc) -> None:
+    [pod_id] = [e for e in container["env"] if e["name"] == "POD_ID"]
+    assert pod_id["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+
+
+def test_configuration_comes_from_the_config_map_and_the_optional_secret(container: Doc) -> None:
+    assert container["envFrom"] == [
+        {"configMapRef": {"name": "jervis-orchestrator-config"}},
+        {"secretRef": {"name": "jervis-orchestrator-secrets", "optional": True}},
+    ]
+
+
+def test_every_variable_is_a_setting_or_a_documented_standard_one(container: Doc, config: dict[str, str]) -> None:
+    secrets = {d["metadata"]["name"]: d for d in load_file(K8S_DIR / "secret.example.yaml")}
+    names = {
+        "ConfigMap": set(config),
+        "Deployment env": {e["name"] for e in container["env"]},
+        "orchestrator Secret": set(secrets["jervis-orchestrator-secrets"]["stringData"]),
+    }
+    for where, found in names.items():
+        unknown = found - SETTINGS_ENV - STANDARD_ENV
+        assert not unknown, f"{where}: not settings: {sorted(unknown)}"
+    assert not names["ConfigMap"] & names["orchestrator Secret"], "a setting in both: one would silently win"
+    assert {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "MONGODB_URL"} <= names["orchestrator Secret"]
+    assert not any(name.endswith(("_API_KEY", "_TOKEN")) or name == "MONGODB_URL" for name in config)
+    # The agent Secret holds what the Jobs reference (AGENT_SECRET_NAME / AGENT_SECRET_KEYS).
+    agent = secrets[config["AGENT_SECRET_NAME"]]
+    assert list(agent["stringData"]) == Settings.model_fields["agent_secret_keys"].default_factory()
+
+
+def test_config_map_values_are_valid_settings(config: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in SETTINGS_ENV:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in config.items():
+        monkeypatch.setenv(name, value)
+    settings = Settings()
+    assert settings.agent_runner == "kubernetes" and settings.k8s_namespace == NAMESPACE
+    assert str(settings.data_root) == config["DATA_ROOT"] == "/opt/jervis/data"
+    assert settings.kubeconfig is None, "in the pod the in-cluster config is used"
+    assert settings.ollama_url == config["OLLAMA_URL"] and settings.log_format == "json"
+
+
+def test_prometheus_scrapes_the_service_port(pod: Doc, container: Doc) -> None:
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert int(annotations["prometheus.io/port"]) == PORT == port_number(container, "http")
+    assert annotations["prometheus.io/path"] == "/metrics"
+
+
+def test_service_reaches_the_pods_on_8090(docs: list[Doc], pod: Doc, container: Doc) -> None:
+    service = find(docs, "Service", "jervis-orchestrator")
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    [port] = service["spec"]["ports"]
+    assert port["port"] == PORT and port_number(container, port["targetPort"]) == PORT
+
+
+def test_only_the_kotlin_server_may_call_the_orchestrator(docs: list[Doc], pod: Doc) -> None:
+    policy = find(docs, "NetworkPolicy")
+    spec = policy["spec"]
+    assert spec["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    assert spec["policyTypes"] == ["Ingress"], "egress stays open (MongoDB, LLMs, the Kubernetes API)"
+    [rule] = spec["ingress"]
+    assert rule["from"] == [{"podSelector": {"matchLabels": {"app": "jervis-server"}}}]
+    assert rule["ports"] == [{"protocol": "TCP", "port": PORT}]

@@ -1,0 +1,36 @@
+"""The README's generated sections (graph, metrics, settings) match the code."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.config import Settings
+from tools import readme
+
+
+def test_readme_is_up_to_date() -> None:
+    current = readme.README.read_text()
+    assert readme.render(current) == current, "run `.venv/bin/python -m tools.readme`"
+
+
+def test_every_setting_is_documented_with_its_default() -> None:
+    table = readme.settings_section()
+    for name, field in Settings.model_fields.items():
+        assert field.description, f"{name} has no docstring"
+        assert f"| `{name.upper()}` |" in table
+    assert "| `MAX_CONCURRENT_ORCHESTRATIONS` | `1` |" in table
+    assert '| `AGENT_TIMEOUTS` | `{"aider":600,"openhands":1800,"claude":1800,"junie":1200}` |' in table
+    assert "| `POD_ID` | `<hostname>-<pid>` |" in table  # not this machine's name
+
+
+def test_the_graph_is_drawn_from_the_compiled_graph() -> None:
+    mermaid = readme.graph_section()
+    assert mermaid.startswith("```mermaid\n") and "graph TD;" in mermaid
+    for edge in ("__start__ --> intake;", "execute_step --> evaluate;", "evaluate -.-> git_operations;",
+                 "finalize --> __end__;"):
+        assert edge in mermaid
+
+
+def test_a_missing_section_is_reported() -> None:
+    with pytest.raises(ValueError, match="graph.*metrics.*settings"):
+        readme.render("no markers here")
