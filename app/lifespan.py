@@ -26,6 +26,7 @@ from app.graph.context import RunContext
 from app.health import HealthChecker
 from app.llm.health import ProviderHealth
 from app.llm.provider import LitellmProvider
+from app.observability.logs import Redactor
 from app.observability.metrics import Metrics
 from app.persistence import context_store as context_store_module
 from app.persistence import lock as lock_module
@@ -96,7 +97,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         events = EventHub(capacity=settings.stream_buffer_events)
         manager = RunManager(settings=settings, graph=graph, driver=RunDriver(graph, context, kotlin, metrics),
                              lock=lock, runs=run_store, kotlin=kotlin, events=events, workspaces=workspaces,
-                             metrics=metrics)
+                             metrics=metrics, redact=Redactor(settings.secret_values()))
         metrics.active_runs.set_function(lambda: manager.active_count)
 
         async def refresh_lock(m: Metrics) -> None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from app.observability.logs import run_context
+from app.observability.logs import current_run, run_context
 from app.observability.metrics import Metrics
 from app.schemas.correction import CorrectionProgressPush
 from app.schemas.kotlin import (
@@ -41,6 +41,8 @@ class _Outgoing:
     path: str
     body: dict[str, Any]
     attempts: int
+    #: The run that queued it, so the sender's log lines name that run.
+    run: tuple[str | None, str | None] = field(default_factory=current_run)
 
 
 class KotlinClient:
@@ -98,7 +100,9 @@ class KotlinClient:
         while True:
             item = await self._queue.get()
             try:
-                with run_context(thread_id=item.body.get("threadId"), task_id=item.body.get("taskId")):
+                thread_id, task_id = item.run
+                with run_context(thread_id=thread_id or item.body.get("threadId"),
+                                 task_id=task_id or item.body.get("taskId")):
                     await self._send(item)
             finally:
                 self._queue.task_done()

@@ -54,6 +54,11 @@ def run_context(*, thread_id: str | None, task_id: str | None) -> Iterator[None]
         _task_id.reset(task_token)
 
 
+def current_run() -> tuple[str | None, str | None]:
+    """(thread_id, task_id) of the run this code executes for, to carry into work done later."""
+    return _thread_id.get(), _task_id.get()
+
+
 class Redactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         values = {s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH}

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,6 +115,7 @@ class RunManager:
         events: EventHub,
         workspaces: WorkspaceManager,
         metrics: Metrics,
+        redact: Callable[[str], str] = str,
     ) -> None:
         self._settings = settings
         self._graph = graph
@@ -124,6 +126,7 @@ class RunManager:
         self._events = events
         self._workspaces = workspaces
         self._metrics = metrics
+        self._redact = redact
         self._slots = asyncio.Semaphore(settings.max_concurrent_orchestrations)
         self._active: dict[str, ActiveRun] = {}
         self._accepting = True
@@ -350,6 +353,12 @@ class RunManager:
     async def _close(self, run: ActiveRun, lease: LockLease, outcome: RunOutcome, events: EventLog) -> None:
         if run.scope is not None and run.scope.budget is not None:
             outcome.usage = run.scope.budget.snapshot()
+        # What leaves the service (Kotlin, the run record, SSE) may quote a provider error or an
+        # agent's log: the same secrets as in the logs are masked.
+        for name in ("error", "summary", "interrupt_description"):
+            text = getattr(outcome, name)
+            if text:
+                setattr(outcome, name, self._redact(text))
         run.outcome = outcome
         self._metrics.orchestration_ended("cancelled" if run.cancel_requested else outcome.status)
         try:
