@@ -3,9 +3,9 @@
 `status` is "ok" unless MongoDB is unreachable: without it no run can be checkpointed, so
 Kotlin must not dispatch. The same rule, plus "not shutting down", is the Kubernetes readiness
 probe; liveness asks only that the process serves requests, so a MongoDB outage takes the pod
-out of the Service without restarting it. The KB and each LLM tier (ONLINE / OFFLINE / API_ERROR) are reported
-but do not make the service unhealthy (the KB is optional for a run; an LLM outage escalates or
-surfaces as a run error naming the tier).
+out of the Service without restarting it. The KB and each LLM tier (ONLINE / OFFLINE /
+API_ERROR) are reported but do not make the service unhealthy (the KB is optional for a run; an
+LLM outage escalates or surfaces as a run error naming the tier).
 """
 
 from __future__ import annotations

@@ -82,7 +82,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         http = httpx.AsyncClient(limits=httpx.Limits(max_connections=50))
         stack.push_async_callback(http.aclose)
         kotlin = KotlinClient(http, settings.kotlin_server_url, push_timeout=settings.push_timeout_seconds,
-                              push_attempts=settings.push_attempts, tracker_timeout=settings.tracker_timeout_seconds, metrics=metrics)
+                              push_attempts=settings.push_attempts, tracker_timeout=settings.tracker_timeout_seconds,
+                              metrics=metrics)
         await kotlin.start()
         stack.push_async_callback(kotlin.stop)
         kb = KnowledgeBaseClient(http, settings.knowledgebase_url, settings.kb_write_url,

@@ -31,7 +31,9 @@ def register_error_handlers(app: FastAPI) -> None:
         return JSONResponse(status_code=422, content={"detail": f"workspace_path: {exc}"})
 
     @app.exception_handler(RunBusyError)
-    async def _busy(_: Request, exc: RunBusyError) -> JSONResponse:
+    async def _busy(request: Request, exc: RunBusyError) -> JSONResponse:
+        # Counted here, where the 429 is made: a recovery round that finds no free slot is not one.
+        request.app.state.services.metrics.rejections.inc()
         return JSONResponse(status_code=429, content={"detail": str(exc)})
 
     @app.exception_handler(RunNotFoundError)

@@ -65,8 +65,12 @@ class KotlinClient:
         self._retry_base_delay = retry_base_delay
         self._queue: asyncio.Queue[_Outgoing] = asyncio.Queue()
         self._sender: asyncio.Task[None] | None = None
-        self.failed_pushes = 0
         self._metrics = metrics or Metrics()
+
+    @property
+    def failed_pushes(self) -> int:
+        """Pushes given up after every attempt (read from the metric that counts them)."""
+        return self._metrics.push_failures_total()
 
     async def start(self) -> None:
         if self._sender is None:
@@ -122,7 +126,6 @@ class KotlinClient:
                 reason = f"{type(exc).__name__}: {exc}"
             if attempt < item.attempts:
                 await asyncio.sleep(self._retry_base_delay * 2 ** (attempt - 1))
-        self.failed_pushes += 1
         self._metrics.push_failed(item.path)
         log.warning("push %s failed after %d attempt(s): %s", item.path, item.attempts, reason)
 

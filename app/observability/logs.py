@@ -3,8 +3,8 @@ configured secrets never written.
 
 The run identity travels in context variables: `run_context()` is entered by the task that drives
 a run, and every task it spawns inherits it, so nodes, LLM calls and agent runners need not pass
-ids to their loggers. Redaction happens on the formatted line (message, arguments and traceback
-alike), for the secrets the service was configured with and for token shapes it was not told of
+ids to their loggers. Redaction applies to what is written (the formatted message with its
+arguments, and the traceback), for the secrets the service was configured with and for token shapes it was not told of
 (an agent's `GIT_TOKEN` echoed in its log, a provider error quoting a key).
 """
 

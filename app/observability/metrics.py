@@ -95,6 +95,10 @@ class Metrics:
     def push_failed(self, endpoint: str) -> None:
         self.push_failures.labels(endpoint).inc()
 
+    def push_failures_total(self) -> int:
+        return int(sum(sample.value for family in self.push_failures.collect() for sample in family.samples
+                       if sample.name.endswith("_total")))
+
     def set_lock_slots(self, slots: Iterable[dict[str, Any]], pod_id: str) -> None:
         counts = dict.fromkeys(("held_here", "held_elsewhere", "stale", "free"), 0)
         for slot in slots:

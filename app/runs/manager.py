@@ -149,7 +149,6 @@ class RunManager:
 
     async def _admit(self, thread_id: str) -> LockLease:
         if not self._accepting or self._slots.locked():
-            self._metrics.rejections.inc()
             raise RunBusyError(BUSY_MESSAGE)
         await self._slots.acquire()  # immediate: checked above, no await in between
         try:
@@ -159,7 +158,6 @@ class RunManager:
             raise
         if lease is None:
             self._slots.release()
-            self._metrics.rejections.inc()
             raise RunBusyError(BUSY_MESSAGE)
         return lease
 
@@ -310,17 +308,13 @@ class RunManager:
         self._active[thread_id] = run
         events = self._events.log(thread_id)
         events.open()
-        run.task = asyncio.create_task(self._execute(run, lease, graph_input, record, known),
-                                       name=f"run:{thread_id}")
+        # The task copies the context it is created in: every log line of the run names it.
+        with run_context(thread_id=thread_id, task_id=run.identity.task_id):
+            run.task = asyncio.create_task(self._execute(run, lease, graph_input, record, known),
+                                           name=f"run:{thread_id}")
 
     async def _execute(self, run: ActiveRun, lease: LockLease, graph_input: Any, record: RunRecord | None,
                        known: dict[str, Any] | None) -> RunOutcome:
-        identity = run.identity
-        with run_context(thread_id=identity.thread_id, task_id=identity.task_id):
-            return await self._execute_in_context(run, lease, graph_input, record, known)
-
-    async def _execute_in_context(self, run: ActiveRun, lease: LockLease, graph_input: Any,
-                                  record: RunRecord | None, known: dict[str, Any] | None) -> RunOutcome:
         identity = run.identity
         events = self._events.log(identity.thread_id)
         watcher = asyncio.create_task(self._cancel_when_lost(run, lease))
