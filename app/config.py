@@ -188,10 +188,19 @@ class Settings(BaseSettings):
 
     context_ttl_days: int = 30
     """Lifetime of context-store entries."""
-    recursion_limit: int = 150
-    """LangGraph recursion limit of one run segment."""
-    response_language: str = "cs"
-    """Language of answers and reports."""
+    recursion_limit: int = 400
+    """LangGraph recursion limit of one run segment (a safety net: the recovery caps below end every loop first)."""
+    response_language: str = "auto"
+    """Language of answers, questions and reports: `auto` = the language of each request (Czech or English), or a code such as `cs` / `en` for every run."""
+
+    recovery_max_attempts: int = Field(default=3, ge=1)
+    """Agent attempts per step, the first included. When they are used up the user is asked once (retry with a hint, skip, replan or stop); after that the run stops."""
+    recovery_max_replans: int = Field(default=2, ge=0)
+    """Replannings per run: after a failed step, or a plan gate refused with a reason."""
+    recovery_max_questions: int = Field(default=3, ge=0)
+    """Recovery questions (`clarify` interrupts after a failure) per run; past it a failure that needs the user stops the run."""
+    test_timeout_seconds: int = Field(default=600, ge=1)
+    """Deadline of one test run (`require_tests`), a Job's `activeDeadlineSeconds` on Kubernetes."""
 
     kb_timeout_seconds: float = 10.0
     """Timeout of a KB read."""

@@ -133,3 +133,51 @@ def wait_until(probe: Callable[[], T | None], timeout: float = 20.0, what: str =
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def reflection(action: str, *, root_cause: str = "scripted root cause", hint: str = "",
+               analysis: str = "scripted analysis", confidence: float = 0.8) -> str:
+    """The reflection's JSON, with exactly spec 000's keys."""
+    return json.dumps({"analysis": analysis, "root_cause": root_cause, "suggested_action": action,
+                       "confidence": confidence, "modification_hint": hint})
+
+
+def goals_json(*titles: str) -> str:
+    return json.dumps({"goals": [{"id": f"g{i}", "title": title, "description": title, "complexity": "simple",
+                                  "dependencies": []} for i, title in enumerate(titles, 1)]})
+
+
+def steps_json(*steps: str | dict[str, Any]) -> str:
+    """Code steps from instructions (or full step objects)."""
+    return json.dumps({"steps": [s if isinstance(s, dict) else {"instructions": s, "step_type": "code", "files": []}
+                                 for s in steps]})
+
+
+def sse_events(client: Any, thread_id: str) -> list[tuple[int, str, dict[str, Any]]]:
+    """Every event of a finished run segment from `/stream/{thread_id}`: (id, type, data)."""
+    with client.stream("GET", f"/stream/{thread_id}") as response:
+        assert response.status_code == 200
+        text = "".join(response.iter_text())
+    events = []
+    for block in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and line[0] != ":")
+        if "id" in fields:
+            events.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
+    return events
+
+
+def attempt_instructions(events: list[tuple[int, str, dict[str, Any]]]) -> dict[int, str]:
+    """What the scripted agent was told, per attempt (it echoes its instructions line by line).
+    Later runs of the same attempt number (another step) are appended to the same entry."""
+    told: dict[int, list[str]] = {}
+    attempt = 0
+    for _, kind, data in events:
+        if kind != "agent_log":
+            continue
+        line = data.get("line", "")
+        if line.startswith("scripted agent: attempt "):
+            attempt = int(line.split()[3].rstrip(","))
+            told.setdefault(attempt, [])
+        elif line.startswith("instructions| ") and attempt:
+            told[attempt].append(line[len("instructions| "):])
+    return {number: "\n".join(lines) for number, lines in told.items()}

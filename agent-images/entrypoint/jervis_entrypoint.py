@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Jervis agent entrypoint: one coding-agent step, or one git step, on a workspace.
+"""Jervis agent entrypoint: one coding-agent step, one git step, or one test run, on a workspace.
 
 The contract is agent-images/CONTRACT.md. The same file runs as the ENTRYPOINT of every agent
 image, under the orchestrator's local runner and under the fake Kubernetes API of the tests, so it
@@ -8,7 +8,8 @@ uses the standard library only and runs with any Python >= 3.11.
 Whatever happens it tries to leave `.jervis/result.json`, because the orchestrator judges a step
 from that file and the exit code, never from an agent's word alone: the changed files are what
 git sees, and an agent that exits 0 after an error (Aider does) or reports `is_error` in its JSON
-(Claude Code does) has failed.
+(Claude Code does) has failed. A test run says whether the tests passed, failed, or could not run
+at all (a missing test tool is not the agent's fault).
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -43,6 +47,19 @@ AIDER_ERROR = re.compile(r"^(litellm\.\w*(Error|Exception)\b|The API provider's 
 GIT_TIMEOUT = 120.0
 PUSH_TIMEOUT = 600.0
 SUMMARY_LIMIT = 4000
+TEST_FILE = "test.json"
+TEST_TAIL_LINES = 80
+TEST_TAIL_CHARS = 8000
+#: Seconds between SIGTERM and SIGKILL for a test command's process group (timeout or stop signal).
+KILL_GRACE = 5.0
+#: Seconds a test command gets after a forwarded SIGTERM/SIGINT; below the local runner's own 5 s
+#: grace, so the entrypoint still writes its result before it is killed itself.
+STOP_GRACE = 3.0
+#: The shell's "cannot execute" and "command not found".
+NOT_RUN_EXIT_CODES = (126, 127)
+#: Output of a test tool that is not there (`python -m pytest` without pytest, make without the target);
+#: any other message (an import error of the project's own code) is a test failure.
+NOT_RUN_OUTPUT = re.compile(r"No module named '?pytest'?\s*$|make: \*\*\* No rule to make target [`']test'")
 
 
 class BadEnvironment(Exception):
@@ -74,13 +91,14 @@ class Step:
 
 @dataclass
 class AgentRun:
-    """How the agent process ended; `start_error` is set when it could not even be started."""
+    """How the agent (or test) process ended; `start_error` is set when it could not even be started."""
 
     exit_code: int | None
     tail: list[str]
     result_json: dict[str, Any] | None = None
     start_error: str | None = None
     signalled: str | None = None
+    timed_out: bool = False
 
 
 @dataclass
@@ -100,11 +118,14 @@ def load_config(env: Mapping[str, str]) -> Config:
     if workspace is None:
         raise BadEnvironment("WORKSPACE_PATH must name an existing directory")
     mode = (env.get("JERVIS_MODE") or "agent").strip().lower()
-    if mode not in ("agent", "git"):
-        raise BadEnvironment(f"JERVIS_MODE must be 'agent' or 'git', not {mode!r}")
+    if mode not in ("agent", "git", "test"):
+        raise BadEnvironment(f"JERVIS_MODE must be 'agent', 'git' or 'test', not {mode!r}")
     allow_git = (env.get("ALLOW_GIT") or "").strip().lower() == "true"
     if mode == "git" and not allow_git:
         raise BadEnvironment("git mode needs ALLOW_GIT=true")
+    if mode == "test":  # the runner may still pass the step's agent settings: they do not apply
+        return Config(workspace=workspace, mode=mode, agent_type="test", command=None, model="", extra_args=[],
+                      allow_git=allow_git)
     agent_type = (env.get("AGENT_TYPE") or "").strip().lower()
     if mode == "agent" and agent_type not in AGENT_TYPES:
         raise BadEnvironment(f"AGENT_TYPE must be one of {', '.join(AGENT_TYPES)}, not {agent_type!r}")
@@ -357,16 +378,45 @@ def agent_env(config: Config, base: Mapping[str, str]) -> dict[str, str]:
 # ------------------------------------------------------------------- agent process
 class _Forwarder:
     """Passes SIGTERM/SIGINT on to the agent (a pod's PID 1 gets the signal, not the agent), so the
-    agent ends first and the entrypoint still writes its result."""
+    agent ends first and the entrypoint still writes its result.
 
-    def __init__(self) -> None:
+    With `group`, the signal goes to the child's whole process group (a test command's own children
+    included), and what still runs STOP_GRACE seconds later is killed."""
+
+    def __init__(self, *, group: bool = False) -> None:
         self.process: subprocess.Popen[str] | None = None
         self.received: str | None = None
+        self.group = group
+        self.killer: threading.Timer | None = None
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         self.received = signal.Signals(signum).name
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signum)
+        if self.process is None:
+            return
+        if not self.group:
+            if self.process.poll() is None:
+                self.process.send_signal(signum)
+            return
+        signal_group(self.process, signum)
+        if self.killer is None:
+            self.killer = threading.Timer(STOP_GRACE, signal_group, (self.process, signal.SIGKILL))
+            self.killer.daemon = True
+            self.killer.start()
+
+    def cancel(self) -> None:
+        """No late SIGKILL once the process group has been dealt with."""
+        if self.killer is not None:
+            self.killer.cancel()
+
+
+def signal_group(process: subprocess.Popen[str], signum: int) -> bool:
+    """Signal the process group a child leads (started with `start_new_session`); False when the
+    group is already empty (or, never expected, not ours: a signal must not crash the entrypoint)."""
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def run_agent(argv: list[str], workspace: Path, env: Mapping[str, str]) -> AgentRun:
@@ -391,11 +441,12 @@ def run_agent(argv: list[str], workspace: Path, env: Mapping[str, str]) -> Agent
     return AgentRun(exit_code=exit_code, tail=tail, result_json=result_json, signalled=forwarder.received)
 
 
-def pump(process: subprocess.Popen[str]) -> tuple[list[str], dict[str, Any] | None]:
-    """Echo each output line, keep the last TAIL_LINES, and remember the last JSON `result` line
+def pump(process: subprocess.Popen[str], tail_lines: int = TAIL_LINES,
+         ) -> tuple[list[str], dict[str, Any] | None]:
+    """Echo each output line, keep the last `tail_lines`, and remember the last JSON `result` line
     (Claude Code's final report is one such line)."""
     assert process.stdout is not None
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    tail: deque[str] = deque(maxlen=tail_lines)
     result_json: dict[str, Any] | None = None
     for raw in process.stdout:
         line = raw.rstrip("\r\n")
@@ -621,6 +672,149 @@ def push(workspace: Path, plan: GitPlan) -> dict[str, Any]:
     return {"success": True, "summary": f"Pushed {plan.branch} to {plan.remote}"}
 
 
+# ------------------------------------------------------------------- test mode
+@dataclass(frozen=True)
+class PlannedTests:
+    """`.jervis/test.json`: the command that runs the project's tests, and how long it may take."""
+
+    argv: list[str]
+    label: str
+    timeout: float | None
+
+
+def load_test_plan(workspace: Path) -> PlannedTests:
+    """Validate `.jervis/test.json`; a missing or malformed one is an orchestrator bug (exit 2).
+    A string is a shell command line, a list an argv (no quoting rules)."""
+    plan = read_json_object(workspace / JERVIS_DIR / TEST_FILE, required=True)
+    command = plan.get("command")
+    if isinstance(command, str) and command.strip():
+        argv, label = ["sh", "-c", command], " ".join(command.split())
+    elif isinstance(command, list) and command and all(isinstance(arg, str) for arg in command) and command[0]:
+        argv, label = list(command), shlex.join(command)
+    else:
+        raise BadEnvironment("test.json: command must be a non-empty string or a non-empty list of strings")
+    timeout = plan.get("timeout_seconds")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not 0 < timeout < float("inf")):
+        raise BadEnvironment("test.json: timeout_seconds must be a positive number")
+    return PlannedTests(argv, label[:200], None if timeout is None else float(timeout))
+
+
+def run_test_mode(config: Config, plan: PlannedTests) -> dict[str, Any]:
+    """Run the tests and say whether they passed, failed, or could not run at all."""
+    workspace = config.workspace
+    (workspace / JERVIS_DIR / RESULT_FILE).unlink(missing_ok=True)  # a stale result is not this run's
+    run = run_tests(plan.argv, workspace, testing_env(os.environ), plan.timeout)
+    outcome, summary = judge_tests(run, plan)
+    return {
+        "success": outcome == "passed",
+        "summary": summary[:SUMMARY_LIMIT],
+        "changedFiles": [],
+        "exitCode": run.exit_code,
+        "costUsd": None,
+        "logTail": bounded_tail(run.tail),
+        "agent": "test",
+        "testOutcome": outcome,
+    }
+
+
+def testing_env(base: Mapping[str, str]) -> dict[str, str]:
+    """Everything passed through, plus `CI=true` (overridable): test runners then neither watch for
+    changes nor wait for a terminal (Jest's watch mode would never end)."""
+    return {"CI": "true", **base}
+
+
+def run_tests(argv: list[str], workspace: Path, env: Mapping[str, str], timeout: float | None) -> AgentRun:
+    """Run the test command in its own process group, streaming its output like an agent's. After a
+    timeout the whole group is stopped, and after a normal end whatever it left running (a server
+    holding the output open would otherwise keep the entrypoint waiting)."""
+    log(f"running tests: {argv[0]} ({len(argv) - 1} argument(s))")
+    forwarder = _Forwarder(group=True)
+    previous = {sig: signal.signal(sig, forwarder) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            process = subprocess.Popen(
+                argv, cwd=workspace, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1, start_new_session=True,
+            )
+        except OSError as exc:
+            return AgentRun(exit_code=None, tail=[], start_error=f"{type(exc).__name__}: {exc}")
+        forwarder.process = process
+        tail: list[str] = []
+        reader = threading.Thread(target=lambda: tail.extend(pump(process, TEST_TAIL_LINES)[0]),
+                                  name="test-output", daemon=True)
+        reader.start()
+        timed_out = not finished_in_time(process, timeout)
+        if timed_out:
+            log(f"tests timed out after {timeout:g} s; stopping them")
+        stop_group(process, reader)
+        reader.join()
+        exit_code = process.wait()
+    finally:
+        forwarder.cancel()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return AgentRun(exit_code=exit_code, tail=tail, signalled=forwarder.received, timed_out=timed_out)
+
+
+def finished_in_time(process: subprocess.Popen[str], timeout: float | None) -> bool:
+    """Wait for the command; False when it is still running after `timeout` seconds."""
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def stop_group(process: subprocess.Popen[str], reader: threading.Thread) -> None:
+    """SIGTERM what is left of the command's process group; SIGKILL it when it still runs, or still
+    holds the output open, KILL_GRACE seconds later."""
+    if not signal_group(process, signal.SIGTERM):
+        return  # nothing left: the usual end
+    deadline = time.monotonic() + KILL_GRACE
+    try:
+        process.wait(KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        pass
+    reader.join(max(0.0, deadline - time.monotonic()))
+    if process.poll() is None or reader.is_alive():
+        signal_group(process, signal.SIGKILL)
+
+
+def judge_tests(run: AgentRun, plan: PlannedTests) -> tuple[str, str]:
+    """`passed`, `failed` or `not_run`, with the summary. Only a test tool that is not there is
+    `not_run` (the agent's code cannot be blamed); a timeout or a stop signal is a failure."""
+    if run.start_error is not None:
+        return "not_run", f"Tests could not run: {run.start_error}"
+    if run.signalled:
+        return "failed", f"Tests stopped by {run.signalled}: {plan.label}"
+    if run.timed_out:
+        return "failed", f"Tests timed out after {plan.timeout:g} s: {plan.label}"
+    if run.exit_code == 0:
+        return "passed", f"Tests passed: {plan.label}"
+    reason = not_run_reason(run)
+    if reason is not None:
+        return "not_run", f"Tests could not run: {reason}"
+    return "failed", f"Tests failed (exit {run.exit_code}): {plan.label}"
+
+
+def not_run_reason(run: AgentRun) -> str | None:
+    """The line saying the test tool is missing (pytest, the make target), or the last output line
+    when the shell could not find or execute the command (126/127); None for a real failure."""
+    lines = [line.strip() for line in run.tail if line.strip()]
+    for line in reversed(lines):
+        if NOT_RUN_OUTPUT.search(line):
+            return line
+    if run.exit_code in NOT_RUN_EXIT_CODES:
+        return lines[-1] if lines else f"exit code {run.exit_code}"
+    return None
+
+
+def bounded_tail(lines: list[str]) -> str:
+    """The last TEST_TAIL_LINES lines, and at most TEST_TAIL_CHARS characters of them (the end kept)."""
+    return "\n".join(lines[-TEST_TAIL_LINES:])[-TEST_TAIL_CHARS:]
+
+
 # ------------------------------------------------------------------------- main
 def write_result(workspace: Path, result: Mapping[str, Any]) -> None:
     """Write `.jervis/result.json` atomically (a reader never sees half a file)."""
@@ -644,10 +838,17 @@ def bad_environment(env: Mapping[str, str], reason: str) -> int:
         try:
             write_result(workspace, {"success": False, "summary": f"Entrypoint cannot run: {reason}",
                                      "changedFiles": [], "exitCode": None, "costUsd": None, "logTail": "",
-                                     "agent": (env.get("AGENT_TYPE") or "").strip()})
+                                     "agent": result_agent(env)})
         except OSError:
             pass
     return EXIT_BAD_ENVIRONMENT
+
+
+def result_agent(env: Mapping[str, str]) -> str:
+    """The `agent` of a failure result: "test" in test mode, else the step's agent type."""
+    if (env.get("JERVIS_MODE") or "").strip().lower() == "test":
+        return "test"
+    return (env.get("AGENT_TYPE") or "").strip()
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
@@ -655,9 +856,11 @@ def main(env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
     try:
         config = load_config(env)
-        os.chdir(config.workspace)  # the agent and git both work in the workspace
+        os.chdir(config.workspace)  # the agent, git and the tests all work in the workspace
         if config.mode == "git":
             result = run_git_mode(config, load_git_plan(config.workspace))
+        elif config.mode == "test":
+            result = run_test_mode(config, load_test_plan(config.workspace))
         else:
             result = run_agent_mode(config, load_step(config.workspace))
     except BadEnvironment as exc:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 LogSink = Callable[[str], None]
-Prepare = Callable[[], None]
+#: Writes the hand-over files (and resets the workspace for a new attempt) before an agent starts.
+Prepare = Callable[[], Awaitable[None]]
 
 
 class AgentJob(BaseModel):
@@ -21,16 +22,25 @@ class AgentJob(BaseModel):
     step_index: int = 0
     agent_type: str
     workspace: Path
-    mode: Literal["agent", "commit", "push"] = "agent"
-    """`agent` runs the coding agent; `commit` / `push` run the entrypoint's git mode."""
-    attempt: int = 0
+    mode: Literal["agent", "test", "commit", "push"] = "agent"
+    """`agent` runs the coding agent; `test` the project's tests after it (`require_tests`);
+    `commit` / `push` the entrypoint's git mode."""
+    attempt: int = 1
+    """1-based attempt of the step: every attempt is its own Job / process, never the failed one again."""
+    revision: int = 0
+    """Plan revision of the step (a replanned step at the same index is a different step)."""
     timeout_seconds: float = 600
     expect_changes: bool = False
     """A code step that reports success but changed nothing has failed."""
 
     @property
     def allow_git(self) -> bool:
-        return self.mode != "agent"
+        return self.mode in ("commit", "push")
+
+    @property
+    def entrypoint_mode(self) -> str:
+        """JERVIS_MODE of the entrypoint."""
+        return {"commit": "git", "push": "git"}.get(self.mode, self.mode)
 
 
 class AgentResult(BaseModel):
@@ -41,11 +51,13 @@ class AgentResult(BaseModel):
     cost_usd: float | None = None
     commit_sha: str | None = None
     log_tail: str = ""
+    test_outcome: str | None = None
+    """Test runs: passed | failed | not_run."""
 
 
 class AgentRunner(Protocol):
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
-        """Run the step to completion. `prepare` writes the hand-over files and is called only
+        """Run the step to completion. `prepare` writes the hand-over files and is awaited only
         when a new agent starts (not when re-attaching to one that already runs). Cancelling
         the awaiting task stops the agent."""
         ...

@@ -24,12 +24,20 @@ def _slug(value: str, limit: int) -> str:
 
 
 def job_name(job: AgentJob) -> str:
-    """`jervis-<task>-g<goal>-s<step>-<digest>`: readable, DNS-1123 label, ≤ 63 characters."""
-    key = f"{job.thread_id}:{job.goal_index}:{job.step_index}:{job.mode}:{job.attempt}"
+    """`jervis-<task>-g<goal>-s<step>-a<attempt>[-test]-<digest>`: readable, DNS-1123, ≤ 63
+    characters. Every attempt (and every plan revision, in the digest) has its own name, so a
+    retry never meets the failed Job and a restart re-attaches to exactly the running attempt."""
+    key = f"{job.thread_id}:{job.goal_index}:{job.step_index}:{job.revision}:{job.mode}:{job.attempt}"
     digest = hashlib.sha1(key.encode()).hexdigest()[:8]
-    where = f"g{job.goal_index}-s{job.step_index}" if job.mode == "agent" else job.mode
+    step = f"g{job.goal_index}-s{job.step_index}" + (f"-r{job.revision}" if job.revision else "")
+    where = {"agent": f"{step}-a{job.attempt}", "test": f"{step}-a{job.attempt}-test"}.get(job.mode, job.mode)
     head = f"jervis-{_slug(job.task_id, 24)}-{where}"
     return f"{head[: MAX_NAME - 9].rstrip('-')}-{digest}"
+
+
+def step_label(job: AgentJob) -> str:
+    """Which step a Job works on: every attempt of one step shares it (see `job_labels`)."""
+    return f"g{job.goal_index}-s{job.step_index}-r{job.revision}"
 
 
 def label_value(value: str) -> str:
@@ -39,8 +47,11 @@ def label_value(value: str) -> str:
 
 
 def job_labels(job: AgentJob) -> dict[str, str]:
+    """`jervis-thread` + `jervis-step` select every attempt of one step (the runner retires a
+    stale attempt before starting the next); `jervis-attempt` tells them apart."""
     return {"app": APP_LABEL, "agent-type": label_value(job.agent_type), "task-id": label_value(job.task_id),
-            "jervis-mode": job.mode}
+            "jervis-mode": job.mode, "jervis-thread": label_value(job.thread_id), "jervis-step": step_label(job),
+            "jervis-attempt": str(job.attempt)}
 
 
 def agent_image(settings: Settings, agent_type: str) -> str:
@@ -60,9 +71,12 @@ def _env(settings: Settings, job: AgentJob) -> list[client.V1EnvVar]:
         "ALLOW_GIT": "true" if job.allow_git else "false",
         "AGENT_TYPE": job.agent_type,
         "AGENT_MODEL": settings.agent_models.get(job.agent_type, ""),
-        "JERVIS_MODE": "agent" if job.mode == "agent" else "git",
+        "JERVIS_MODE": job.entrypoint_mode,
+        "JERVIS_ATTEMPT": str(job.attempt),
     }
     env = [client.V1EnvVar(name=key, value=value) for key, value in plain.items()]
+    if job.mode == "test":  # the project's tests need no agent credentials
+        return env
     # API keys by reference only: the values never appear in the Job object.
     env += [
         client.V1EnvVar(name=key, value_from=client.V1EnvVarSource(
@@ -101,7 +115,7 @@ def build_job(settings: Settings, job: AgentJob) -> client.V1Job:
         metadata=client.V1ObjectMeta(
             name=job_name(job), namespace=settings.k8s_namespace, labels=labels,
             annotations={"jervis/thread-id": job.thread_id, "jervis/goal-index": str(job.goal_index),
-                         "jervis/step-index": str(job.step_index)},
+                         "jervis/step-index": str(job.step_index), "jervis/attempt": str(job.attempt)},
         ),
         spec=client.V1JobSpec(
             backoff_limit=0,

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
-from app.agents.job_spec import APP_LABEL, build_job, job_name, label_value
+from app.agents.job_spec import APP_LABEL, build_job, job_name, label_value, step_label
 from app.agents.k8s_client import (
     KubernetesApi, fatal_pod_problem, job_failure_reason, job_finished, pod_started,
 )
@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 TAIL_LINES = 60
 #: Beyond `activeDeadlineSeconds`: time for scheduling and image pulls before the runner gives up.
 START_GRACE_SECONDS = 120
+#: How long a deleted Job may take to disappear (its pod's termination grace, with room).
+DELETE_GRACE_SECONDS = 90
 
 
 class KubernetesJobRunner:
@@ -48,8 +50,9 @@ class KubernetesJobRunner:
                 await self._wait_gone(name)
                 existing = None
             if existing is None:
+                await self._retire_other_attempts(job, name)
                 await self._wait_for_capacity(job.agent_type)
-                prepare()
+                await prepare()
                 if await self._api.create_job(build_job(self._settings, job)) is None:
                     log.info("Job %s already exists: attaching to it", name)
             else:
@@ -74,6 +77,19 @@ class KubernetesJobRunner:
             log.info("%d %s Jobs running (limit %d): waiting", len(active), agent, limit)
             await asyncio.sleep(self._settings.k8s_poll_seconds)
 
+    async def _retire_other_attempts(self, job: AgentJob, name: str) -> None:
+        """No two attempts of one step run at once: an earlier attempt's Job still running (its
+        runner was cancelled before it could delete it) is deleted and awaited before the next
+        attempt is created, since both would write the same workspace."""
+        selector = (f"app={APP_LABEL},jervis-thread={label_value(job.thread_id)},"
+                    f"jervis-step={step_label(job)}")
+        for other in await self._api.list_jobs(selector):
+            other_name = other.metadata.name if other.metadata else None
+            if other_name and other_name != name and not job_finished(other):
+                log.warning("Job %s of an earlier attempt still runs: deleting it before %s", other_name, name)
+                await self._api.delete_job(other_name)
+                await self._wait_gone(other_name)
+
     def _has_result(self, job: AgentJob) -> bool:
         try:
             self._workspaces.read_result(job.workspace)
@@ -81,8 +97,13 @@ class KubernetesJobRunner:
             return False
         return True
 
-    async def _wait_gone(self, name: str) -> None:
+    async def _wait_gone(self, name: str, deadline_seconds: float = DELETE_GRACE_SECONDS) -> None:
+        """Until a deleted Job is gone; a Job that stays is an error, not a reason to wait forever."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + deadline_seconds
         while await self._api.read_job(name) is not None:
+            if loop.time() > deadline:
+                raise RuntimeError(f"Job {name} still exists {deadline_seconds:g} s after its deletion")
             await asyncio.sleep(self._settings.k8s_poll_seconds / 4)
 
     async def _follow(self, name: str, job: AgentJob, on_log: LogSink | None) -> AgentResult:

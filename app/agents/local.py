@@ -19,6 +19,7 @@ from pathlib import Path
 
 from app.agents import scripted_agent
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
+from app.agents.job_spec import job_name
 from app.agents.outcome import judge
 from app.agents.workspace import WorkspaceManager
 from app.config import Settings
@@ -52,14 +53,15 @@ class LocalRunner:
             AGENT_TYPE=job.agent_type,
             AGENT_MODEL=self._settings.agent_models.get(job.agent_type, ""),
             ALLOW_GIT="true" if job.allow_git else "false",
-            JERVIS_MODE="agent" if job.mode == "agent" else "git",
+            JERVIS_MODE=job.entrypoint_mode,
+            JERVIS_ATTEMPT=str(job.attempt),
         )
         if self._agent_command is not None:
             env["AGENT_COMMAND"] = json.dumps(self._agent_command)
         return env
 
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
-        prepare()  # a local process never survives the service, so there is nothing to re-attach to
+        await prepare()  # a local process never survives the service, so there is nothing to re-attach to
         proc = await asyncio.create_subprocess_exec(
             sys.executable, str(self._entrypoint),
             cwd=job.workspace, env=self._env(job),
@@ -67,7 +69,8 @@ class LocalRunner:
             start_new_session=True,  # its own process group, so cancel kills the agent's children too
         )
         tail: deque[str] = deque(maxlen=TAIL_LINES)
-        reader = asyncio.create_task(_pump(proc, tail, f"{job.agent_type}:{job.task_id}", on_log))
+        # Named like the Job it stands for: the attempt is in the name of every log line.
+        reader = asyncio.create_task(_pump(proc, tail, job_name(job), on_log))
         try:
             await asyncio.wait_for(proc.wait(), job.timeout_seconds)
         except TimeoutError:

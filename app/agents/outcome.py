@@ -30,5 +30,8 @@ def judge(workspaces: WorkspaceManager, job: AgentJob, *, exit_code: int | None,
         success, summary = False, f"Agent reported success but changed no file: {summary}"
     return AgentResult(
         success=success, summary=summary, changed_files=result.changed_files, exit_code=exit_code,
-        cost_usd=result.cost_usd, commit_sha=result.commit_sha, log_tail=log_tail or result.log_tail,
+        cost_usd=result.cost_usd, commit_sha=result.commit_sha,
+        # The entrypoint's tail of a test run is the command's own output, without our log lines.
+        log_tail=(result.log_tail or log_tail) if job.mode == "test" else (log_tail or result.log_tail),
+        test_outcome=result.test_outcome,
     )

@@ -45,6 +45,8 @@ class ResultFile(BaseModel):
     cost_usd: float | None = Field(default=None, alias="costUsd")
     commit_sha: str | None = Field(default=None, alias="commitSha")
     log_tail: str = Field(default="", alias="logTail")
+    test_outcome: str | None = Field(default=None, alias="testOutcome")
+    """Test mode: passed | failed | not_run (the test command itself is unavailable)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,8 @@ class StepBrief:
     """CLIENT_ID, PROJECT_ID, KB_URL, KB_WRITE_URL for the KB MCP server."""
     git_plan: dict[str, Any] | None = None
     """`.jervis/git.json` for a git step (commit / push)."""
+    test_plan: dict[str, Any] | None = None
+    """`.jervis/test.json` for a test run (`require_tests`): the command and its deadline."""
 
 
 class WorkspaceManager:
@@ -101,6 +105,8 @@ class WorkspaceManager:
         (jervis / "environment.md").write_text(render_environment(brief.environment), encoding="utf-8")
         if brief.git_plan is not None:
             _write_json(jervis / "git.json", brief.git_plan)
+        if brief.test_plan is not None:
+            _write_json(jervis / "test.json", brief.test_plan)
         self._exclude_from_git(workspace, created)
         return jervis
 

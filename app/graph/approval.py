@@ -3,13 +3,23 @@
 Kotlin marks an approval as approved when the text merely *contains* "ano", "yes", "approve"
 or "schval", so "neschvaluji" arrives as `approved: true`. A reason that is clearly a refusal
 therefore wins over the flag.
+
+Answers also carry conditions: "ano, ale ne do mastera" approves with a branch constraint,
+"ano, ale přidej testy" approves with an added step, "ne, udělej to bez nové závislosti"
+refuses with a reason a plan gate replans with. `interpret_approval` splits such an answer at
+its first "but" (or the comma after a leading yes / no) and reads only the head for yes or no,
+so a "ne" inside the condition never turns an approval into a refusal. What it cannot read
+(no yes or no word at the head) it leaves to the LLM (`app/graph/answers.py`).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from app.schemas.domain import ApprovalDecision
 
 _REFUSAL = re.compile(
     r"""
@@ -55,3 +65,116 @@ def answer_text(decision: Any) -> str:
     if isinstance(decision, dict):
         return str(decision.get("reason") or decision.get("modification") or "")
     return str(decision or "")
+
+
+# --- answers with conditions -----------------------------------------------------------------
+
+_YES_HEAD = re.compile(
+    r"^(?:ano|jo|jj|jasne|jiste|ok|okay|oki|dobre|dobra|fajn|souhlas\w*|schval\w*|potvrzuj\w*|pokracuj\w*"
+    r"|yes|yep|yeah|sure|approve\w*|agreed?|fine|go(?:\s+ahead)?|lgtm|continue)\b"
+)
+#: What introduces a condition after a yes ("ano, ale …", "yes but …").
+_BUT = re.compile(r"\b(?:ale|avsak|vsak|akorat|jenom|jen|s\s+tim\s*,?\s*ze|but|however|only|except|provided)\b")
+_CLAUSE_BREAK = re.compile(r"[,;:!.\-–—]")
+
+
+def _folded_with_map(text: str) -> tuple[str, list[int]]:
+    """`_fold(text)` plus, for every folded character, the index of the raw character it came
+    from: conditions are cut from the raw text, so the user's own spelling survives."""
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, raw in enumerate(text.translate(_APOSTROPHES)):
+        for ch in unicodedata.normalize("NFKD", raw.lower()):
+            if not unicodedata.combining(ch):
+                chars.append(ch)
+                origin.append(index)
+    return "".join(chars), origin
+
+
+def _clean_tail(text: str) -> str | None:
+    """The condition without its leading connective and punctuation ("ale ne do mastera" → "ne do mastera")."""
+    tail = text.strip().lstrip(",;:!.-–— ").strip()
+    folded, origin = _folded_with_map(tail)
+    match = _BUT.match(folded)
+    if match:
+        tail = tail[origin[match.end() - 1] + 1:] if match.end() else tail
+        tail = tail.strip().lstrip(",;:!.-–— ").strip()
+    return tail or None
+
+
+def interpret_approval(decision: Any) -> ApprovalDecision | None:
+    """Approved / refused plus the attached condition, read without an LLM; None when the
+    words say neither yes nor no at their head (the caller asks the LLM, then falls back to
+    `is_approved`)."""
+    if not isinstance(decision, dict):
+        decision = {"approved": bool(decision), "reason": None if isinstance(decision, bool) else str(decision or "")}
+    flag = bool(decision.get("approved"))
+    reason = str(decision.get("reason") or "").strip()
+    sent = str(decision.get("modification") or "").strip() or None  # Kotlin may send one: honoured
+    if not reason:
+        return ApprovalDecision(approved=flag, modification=sent)
+    folded, origin = _folded_with_map(reason)
+    text = folded.strip()
+    offset = len(folded) - len(folded.lstrip())
+    yes = _YES_HEAD.match(text)
+    if yes is not None and not is_refusal(text[: yes.end()]):
+        rest_start = yes.end()
+        but = _BUT.search(text, rest_start)
+        if but is None:
+            return ApprovalDecision(approved=True, modification=sent)
+        condition = _clean_tail(reason[origin[offset + but.start()]:])
+        return ApprovalDecision(approved=True, modification=sent or condition)
+    head_end = _CLAUSE_BREAK.search(text)
+    head = text[: head_end.start()] if head_end else text
+    if is_refusal(head):
+        tail = reason[origin[offset + head_end.start()]:] if head_end else ""
+        return ApprovalDecision(approved=False, reason=_clean_tail(tail), modification=sent)
+    return None
+
+
+ModificationKind = Literal["branch", "add_step", "constraint"]
+_KNOWN_BRANCHES = ("master", "main", "develop", "development", "dev", "production", "prod", "release", "staging")
+_BRANCH_FORBID = re.compile(
+    r"\b(?:ne|nikdy|not|never|dont|don't|do\s+not|no)\b[^,;]{0,15}?\b(?:do|to|into|na|on|onto|v|ve)\s+"
+    r"(?:vetv\w*\s+|branch\s+)?[`'\"]?([\w./-]+)"
+)
+_BRANCH_TARGET = re.compile(r"\b(?:do|to|into|na|on|onto)\s+(?:vetv\w*|branch\w*)\s+[`'\"]?([\w./-]+)")
+_ADD_WORK = re.compile(
+    r"^(?:a\s+|and\s+|also\s+|jeste\s+|taky\s+|take\s+)?(?:pridej\w*|dopln\w*|napis\w*|vytvor\w*|oprav\w*|uprav\w*"
+    r"|zmen\w*|implementuj\w*|doplnit|add|include|write|create|fix|update|change|implement|extend|rozsir\w*)\b"
+)
+
+
+@dataclass(frozen=True)
+class Modification:
+    """What a condition asks for: a branch rule, more work, or a constraint on the rest."""
+
+    kind: ModificationKind
+    text: str
+    forbidden_branch: str | None = None
+    target_branch: str | None = None
+
+
+def _branch_word(token: str) -> str:
+    """"mastera" / "mainu" (Czech cases) → the branch they name; anything else as written."""
+    bare = token.strip("`'\".,;")
+    for name in _KNOWN_BRANCHES:
+        if bare.lower().startswith(name) and len(bare) - len(name) <= 2:
+            return name
+    return bare
+
+
+def classify_modification(text: str) -> Modification:
+    """Deterministic: a branch rule when the words name one, more work when they start with a
+    verb that adds or changes something, else a constraint every later step must respect."""
+    folded, origin = _folded_with_map(text)
+    forbid = _BRANCH_FORBID.search(folded)
+    if forbid:
+        return Modification("branch", text, forbidden_branch=_branch_word(forbid.group(1)))
+    target = _BRANCH_TARGET.search(folded)
+    if target:  # the user's own spelling of the branch name (case matters to git)
+        raw = text.translate(_APOSTROPHES)[origin[target.start(1)]: origin[target.end(1) - 1] + 1]
+        return Modification("branch", text, target_branch=raw.strip("`'\".,;"))
+    if _ADD_WORK.match(folded.strip()):
+        return Modification("add_step", text)
+    return Modification("constraint", text)

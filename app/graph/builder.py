@@ -1,5 +1,11 @@
 """The orchestration graph (spec §5): nodes and edges only. The lifespan compiles it with the
-MongoDB checkpointer; tests compile it with an in-memory one."""
+MongoDB checkpointer; tests compile it with an in-memory one.
+
+The work loop recovers instead of giving up at the first failure: an unacceptable evaluation
+goes to `reflect`, whose decision retries the step (`execute_step`), replans (`replan`), asks
+the user (`ask_user`), skips to the next step, or stops (`git_operations` offers the finished
+work, then `finalize`).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,10 @@ from langgraph.graph import END, START, StateGraph
 
 from app.graph import routing
 from app.graph.context import RunContext
+from app.graph.guards import halting
 from app.graph.nodes.advance import advance_goal, advance_step
 from app.graph.nodes.approve_plan import approve_plan
+from app.graph.nodes.ask_user import ask_user
 from app.graph.nodes.clarify import clarify
 from app.graph.nodes.evaluate import evaluate
 from app.graph.nodes.evidence_pack import evidence_pack
@@ -19,21 +27,25 @@ from app.graph.nodes.intake import intake
 from app.graph.nodes.plan import plan
 from app.graph.nodes.plan_epic import design, plan_epic
 from app.graph.nodes.plan_steps import plan_steps
+from app.graph.nodes.reflect import reflect
+from app.graph.nodes.replan import replan
 from app.graph.nodes.respond import respond
 from app.graph.nodes.select_goal import select_goal
 from app.graph.state import OrchestratorInput, OrchestratorState
 
 NODES = (
     intake, clarify, evidence_pack, respond, plan, plan_epic, design, approve_plan, select_goal, plan_steps,
-    execute_step, evaluate, advance_step, advance_goal, git_operations, finalize,
+    execute_step, evaluate, reflect, ask_user, replan, advance_step, advance_goal, git_operations, finalize,
 )
 NODE_NAMES = frozenset(node.__name__ for node in NODES)
+#: Nodes inside the work loop whose expected failures (budget, LLM) halt the run instead of crashing it.
+HALTING = frozenset({"plan_steps", "execute_step", "evaluate", "replan"})
 
 
 def build_graph() -> StateGraph:
     graph = StateGraph(OrchestratorState, context_schema=RunContext, input_schema=OrchestratorInput)
     for node in NODES:
-        graph.add_node(node.__name__, node)
+        graph.add_node(node.__name__, halting(node) if node.__name__ in HALTING else node)
     graph.add_edge(START, "intake")
     graph.add_conditional_edges("intake", routing.route_after_intake)
     graph.add_edge("clarify", "intake")
@@ -45,10 +57,13 @@ def build_graph() -> StateGraph:
     graph.add_conditional_edges("approve_plan", routing.route_after_approval)
     graph.add_edge("select_goal", "plan_steps")
     graph.add_conditional_edges("plan_steps", routing.route_after_plan_steps)
-    graph.add_edge("execute_step", "evaluate")
+    graph.add_conditional_edges("execute_step", routing.route_after_execute)
     graph.add_conditional_edges("evaluate", routing.route_after_evaluate)
+    graph.add_conditional_edges("reflect", routing.route_recovery)
+    graph.add_conditional_edges("ask_user", routing.route_recovery)
+    graph.add_conditional_edges("replan", routing.route_after_replan)
     graph.add_edge("advance_step", "execute_step")
     graph.add_edge("advance_goal", "select_goal")
-    graph.add_edge("git_operations", "finalize")
+    graph.add_conditional_edges("git_operations", routing.route_after_git)
     graph.add_edge("finalize", END)
     return graph

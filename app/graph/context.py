@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from app.agents.snapshots import WorkspaceSnapshots
 from app.config import Settings
 
 if TYPE_CHECKING:
@@ -25,3 +26,5 @@ class RunContext:
     context_store: ContextStore
     runner: AgentRunner
     workspaces: WorkspaceManager
+    snapshots: WorkspaceSnapshots = field(default_factory=WorkspaceSnapshots)
+    """Each step's starting point in its workspace: what a retry, skip or stop goes back to."""

@@ -25,28 +25,51 @@ def _user(sections: Iterable[tuple[str, str | None]]) -> Message:
     return {"role": "user", "content": text}
 
 
-INTAKE_SCHEMA = {
-    "task_category": "advice|single_task|epic|generative",
-    "task_action": "respond|code|tracker_ops|mixed",
-    "external_refs": ["UFO-24"],
-    "complexity": "simple|medium|complex|critical",
-    "goal_clear": True,
-    "clarification_questions": ["..."],
-    "reasoning": "...",
-}
+# Schemas a small model sees: placeholders in angle brackets, never a value it could copy.
+INTAKE_SCHEMA = (
+    '{"task_category": "<advice|single_task|epic|generative>", "task_action": "<respond|code|tracker_ops|mixed>", '
+    '"external_refs": ["<issue key written in the request>"], "complexity": "<simple|medium|complex|critical>", '
+    '"goal_clear": <true|false>, "clarification_questions": ["<question>"], "reasoning": "<one sentence>"}'
+)
+
+
+def _classified(category: str, action: str, complexity: str, reasoning: str, refs: tuple[str, ...] = ()) -> str:
+    return json.dumps({"task_category": category, "task_action": action, "external_refs": list(refs),
+                       "complexity": complexity, "goal_clear": True, "clarification_questions": [],
+                       "reasoning": reasoning})
+
+
+#: Few-shot turns, two code changes and two questions, English and Czech: with them a 1.5B model
+#: classifies plain code requests correctly (without them it answers "advice").
+INTAKE_EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("Add a multiply(a, b) function to math_utils.py", _classified("single_task", "code", "simple",
+                                                                  "asks to change the code")),
+    ("Oprav chybu v přihlašování popsanou v ABC-12", _classified("single_task", "code", "medium",
+                                                               "žádá opravu kódu", ("ABC-12",))),
+    ("What does the login endpoint return?", _classified("advice", "respond", "simple", "a question")),
+    ("Jak funguje cache v tomto projektu?", _classified("advice", "respond", "simple", "otázka")),
+)
 
 
 def intake(*, query: str, context: str, recent: str, clarification: str | None, language: str) -> list[Message]:
     body = (
         "You classify a user's request for Jervis, an assistant that answers questions and runs "
-        "coding agents. Categories: advice (answer only), single_task (one task: answer, code "
-        "change, tracker operations or a mix), epic (many related tasks), generative (design "
-        "something new from scratch). If the goal cannot be understood, set goal_clear=false and "
-        f"ask short clarification questions. {language_rule(language)}\n"
-        f"Reply with one JSON object with exactly these keys: {json.dumps(INTAKE_SCHEMA)}"
+        "coding agents on the user's project. Categories: advice (a question or discussion: "
+        "task_action respond), single_task (one piece of work: a code change = code, tracker "
+        "operations = tracker_ops, or both = mixed), epic (many related tasks), generative (design "
+        "and build something new from scratch). A request to add, fix, implement, change, refactor, "
+        "rename or remove something in the code is single_task with task_action code, however short; a "
+        "question about the code (what, how, why) is advice with task_action respond. "
+        "external_refs: only issue keys that are written in the request, usually none. If the goal "
+        "cannot be understood, set goal_clear to false and ask short clarification questions. "
+        f"{language_rule(language)}\nReply with one JSON object with exactly these keys: {INTAKE_SCHEMA}"
     )
+    examples: list[Message] = []
+    for request, answer in INTAKE_EXAMPLES:
+        examples += [{"role": "user", "content": f"## Request\n{request}"}, {"role": "assistant", "content": answer}]
     return [
         _system("intake", body),
+        *examples,
         _user([("Request", query), ("Context", context), ("Recent conversation", recent),
                ("User's clarification", clarification)]),
     ]
@@ -60,22 +83,29 @@ def respond(*, query: str, context: str, language: str) -> list[Message]:
     return [_system("respond", body), _user([("Request", query), ("Context", context)])]
 
 
-GOALS_SCHEMA = {
-    "goals": [{"id": "g1", "title": "...", "description": "...", "complexity": "simple|medium|complex|critical",
-               "dependencies": []}]
-}
-STEPS_SCHEMA = {
-    "steps": [{"instructions": "...", "step_type": "code|respond|tracker", "files": ["path"],
-               "tracker_operations": [{"op": "create|update|comment", "title": "...", "description": "...",
-                                       "issue_key": None, "status": None, "comment": None}]}]
-}
+GOALS_SCHEMA = (
+    '{"goals": [{"id": "<short id>", "title": "<title>", "description": "<what the goal delivers>", '
+    '"complexity": "<simple|medium|complex|critical>", "dependencies": ["<ids of goals it needs first>"]}]}'
+)
+STEPS_SCHEMA = (
+    '{"steps": [{"instructions": "<complete instructions for this step>", "step_type": "<code|respond|tracker>", '
+    '"files": ["<path>"], "expects_changes": <true|false>, "critical": <true|false>, '
+    '"tracker_operations": [{"op": "<create|update|comment>", "title": "<title>", "description": "<text>", '
+    '"issue_key": "<key or null>", "status": "<status or null>", "comment": "<text or null>"}]}]}'
+)
+STEP_FIELDS_GUIDE = (
+    "expects_changes is false only for a step that inspects, analyses or runs something without "
+    "changing files (what it finds is passed to the next steps); otherwise true. critical is false "
+    "only for a step the task can do without (it may be skipped if it keeps failing); otherwise true. "
+    "tracker_operations stays an empty list except in tracker steps."
+)
 
 
 def plan_goals(*, query: str, context: str, decisions: str, language: str, node: str = "plan") -> list[Message]:
     body = (
         "Split the coding task into the smallest sensible list of goals. Each goal has an id, "
         "a title, a description, a complexity and the ids of goals it depends on. "
-        f"{language_rule(language)}\nReply with JSON only: {json.dumps(GOALS_SCHEMA)}"
+        f"{language_rule(language)}\nReply with JSON only: {GOALS_SCHEMA}"
     )
     return [_system(node, body), _user([("Task", query), ("Context", context), ("Key decisions", decisions)])]
 
@@ -85,7 +115,7 @@ def plan_operations(*, query: str, action: str, context: str, decisions: str, la
     body = (
         f"Plan the steps to fulfil the request. Allowed step types: {kinds}. Tracker steps list "
         "their tracker_operations. Code steps give precise instructions for a coding agent and "
-        f"the files involved. {language_rule(language)}\nReply with JSON only: {json.dumps(STEPS_SCHEMA)}"
+        f"the files involved. {STEP_FIELDS_GUIDE} {language_rule(language)}\nReply with JSON only: {STEPS_SCHEMA}"
     )
     return [_system("plan", body), _user([("Request", query), ("Context", context), ("Key decisions", decisions)])]
 
@@ -94,7 +124,7 @@ def plan_steps(*, goal: str, task: str, done_before: str, context: str, language
     body = (
         "Write the execution steps for one goal of a coding task. Each code step holds complete, "
         "self-contained instructions for a coding agent working in the repository, and the files "
-        f"it touches. {language_rule(language)}\nReply with JSON only: {json.dumps(STEPS_SCHEMA)}"
+        f"it touches. {STEP_FIELDS_GUIDE} {language_rule(language)}\nReply with JSON only: {STEPS_SCHEMA}"
     )
     return [
         _system("plan_steps", body),
@@ -118,6 +148,94 @@ def finalize(*, facts: str, language: str) -> list[Message]:
 def design(*, query: str, context: str, language: str) -> list[Message]:
     body = (
         "Design a new piece of software from the request: split it into goals that can be built "
-        f"one after another. {language_rule(language)}\nReply with JSON only: {json.dumps(GOALS_SCHEMA)}"
+        f"one after another. {language_rule(language)}\nReply with JSON only: {GOALS_SCHEMA}"
     )
     return [_system("design", body), _user([("Request", query), ("Context", context)])]
+
+
+REFLECTION_SCHEMA = (
+    '{"analysis": "<what happened, 1-2 sentences>", "root_cause": "<the real cause, not the symptom>", '
+    '"suggested_action": "<retry|retry_modified|replanning|ask_user|skip_step>", "confidence": <0.0-1.0>, '
+    '"modification_hint": "<how the next attempt should differ, or empty>"}'
+)
+
+
+def reflect(*, step: str, attempt: int, max_attempts: int, failure: str, agent_summary: str, output_tail: str,
+            diff_stat: str, history: str, critical: bool, language: str) -> list[Message]:
+    body = (
+        "A step of a coding task failed. Find the root cause and choose what to do next: retry (a "
+        "passing problem: the same step again), retry_modified (the same step, done differently: say "
+        "how in modification_hint), replanning (the plan itself is wrong), ask_user (only the user can "
+        "decide or give what is missing), skip_step (the task can succeed without this step"
+        + ("" if not critical else "; this step is critical, so not this") + "). "
+        f"{language_rule(language)}\nReply with JSON only: {REFLECTION_SCHEMA}"
+    )
+    return [
+        _system("reflect", body),
+        _user([("Step", step), ("Attempt", f"{attempt} of {max_attempts}"), ("Failure", failure),
+               ("Agent's summary", agent_summary), ("Agent's last output", output_tail), ("Diff stat", diff_stat),
+               ("Earlier failures of this run", history)]),
+    ]
+
+
+REVIEW_SCHEMA = '{"approved": <true|false>, "issues": ["<problem>"], "summary": "<one sentence>"}'
+
+
+def review(*, goal: str, step: str, diff: str, language: str) -> list[Message]:
+    body = (
+        "Review a code change a coding agent made for one step of a task. Approve it when it does what "
+        "the step asks without an obvious bug. Reject it only for a real problem: wrong behaviour, a "
+        "missing part of the step, broken code, or changes unrelated to the step; list each problem in "
+        f"issues. {language_rule(language)}\nReply with JSON only: {REVIEW_SCHEMA}"
+    )
+    return [_system("review", body), _user([("Goal", goal), ("Step", step), ("Diff", diff)])]
+
+
+def replan_steps(*, goal: str, task: str, done: str, failure: str, context: str, language: str) -> list[Message]:
+    body = (
+        "The plan of one goal of a coding task failed. Write new steps for the rest of the goal only: "
+        "the steps already done stay done and must not be repeated. Avoid what failed. "
+        f"{STEP_FIELDS_GUIDE} {language_rule(language)}\nReply with JSON only: {STEPS_SCHEMA}"
+    )
+    return [
+        _system("replan", body),
+        _user([("Goal", goal), ("Whole task", task), ("Steps already done", done), ("What failed", failure),
+               ("Context", context)]),
+    ]
+
+
+def replan_goals(*, task: str, finished: str, failure: str, context: str, language: str) -> list[Message]:
+    body = (
+        "Plan the remaining goals of a task again. Finished goals stay finished and must not be "
+        "repeated; the new goals cover only what is left, avoiding what failed or what the user "
+        f"refused. {language_rule(language)}\nReply with JSON only: {GOALS_SCHEMA}"
+    )
+    return [
+        _system("replan", body),
+        _user([("Task", task), ("Finished goals", finished), ("Why the plan changes", failure), ("Context", context)]),
+    ]
+
+
+APPROVAL_SCHEMA = '{"approved": <true|false>, "modification": "<condition or change they attach, or null>", ' \
+                  '"reason": "<why they refuse, or null>"}'
+
+
+def interpret_approval(*, question: str, answer: str) -> list[Message]:
+    body = (
+        "The user answered an approval question. Decide whether they approve, and copy any condition "
+        "or change they attach (modification) or their reason for refusing (reason), in their own words."
+        f"\nReply with JSON only: {APPROVAL_SCHEMA}"
+    )
+    return [_system("interpret_approval", body), _user([("Question", question), ("Answer", answer)])]
+
+
+RECOVERY_ANSWER_SCHEMA = '{"suggested_action": "<retry|skip_step|replanning|stop>", "hint": "<their advice, or empty>"}'
+
+
+def interpret_recovery_answer(*, question: str, answer: str) -> list[Message]:
+    body = (
+        "A step failed and the user was asked what to do. Read their answer: retry (try again, "
+        "possibly following their advice), skip_step, replanning or stop; copy their advice for a "
+        f"retry into hint.\nReply with JSON only: {RECOVERY_ANSWER_SCHEMA}"
+    )
+    return [_system("interpret_answer", body), _user([("Question", question), ("Answer", answer)])]

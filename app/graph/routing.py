@@ -1,10 +1,17 @@
-"""Routing functions (spec §5.2): pure, Literal-typed, and loud on an impossible state."""
+"""Routing functions (spec §5.2): pure, Literal-typed, and loud on an impossible state.
+
+A run that gives up (`halt`) always goes to git_operations, which offers the finished work for
+commit before finalize reports the failure.
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from app.graph.state import OrchestratorState
+from app.schemas.domain import RecoveryAction
+
+NextAfterStep = Literal["advance_step", "advance_goal", "git_operations"]
 
 
 def route_after_intake(state: OrchestratorState) -> Literal["clarify", "evidence_pack"]:
@@ -36,26 +43,76 @@ def route_after_plan(state: OrchestratorState) -> Literal["respond", "execute_st
     return "execute_step"
 
 
-def route_after_plan_steps(state: OrchestratorState) -> Literal["execute_step", "finalize"]:
+def route_after_plan_steps(state: OrchestratorState) -> Literal["execute_step", "git_operations", "finalize"]:
+    if state.get("halt"):
+        return "git_operations"
     return "execute_step" if state.get("steps") else "finalize"
 
 
-def route_after_approval(state: OrchestratorState) -> Literal["select_goal", "finalize"]:
+def route_after_approval(state: OrchestratorState) -> Literal["select_goal", "replan", "finalize"]:
     if state.get("error") or state.get("final_result") or not state.get("goals"):
         return "finalize"
+    pending = state.get("recovery")
+    if pending and pending.get("action") == RecoveryAction.REPLANNING:  # refused with a reason
+        return "replan"
     return "select_goal"
 
 
-def route_after_evaluate(
-    state: OrchestratorState,
-) -> Literal["finalize", "advance_step", "advance_goal", "git_operations"]:
-    evaluation = state.get("evaluation")
-    if evaluation is None:
-        raise ValueError("evaluate produced no evaluation")
-    if not evaluation.get("acceptable"):
-        return "finalize"
+def route_after_execute(state: OrchestratorState) -> Literal["evaluate", "git_operations"]:
+    return "git_operations" if state.get("halt") else "evaluate"
+
+
+def next_after_step(state: OrchestratorState) -> NextAfterStep:
+    """Where a finished (or skipped) step leads: its goal's next step, the next goal, or git."""
     if state.get("current_step_index", 0) + 1 < len(state.get("steps") or []):
         return "advance_step"
     if state.get("current_goal_index", 0) + 1 < len(state.get("goals") or []):
         return "advance_goal"
     return "git_operations"
+
+
+def route_after_evaluate(
+    state: OrchestratorState,
+) -> Literal["reflect", "advance_step", "advance_goal", "git_operations"]:
+    if state.get("halt"):
+        return "git_operations"
+    evaluation = state.get("evaluation")
+    if evaluation is None:
+        raise ValueError("evaluate produced no evaluation")
+    if not evaluation.get("acceptable"):
+        return "reflect"
+    return next_after_step(state)
+
+
+def route_recovery(
+    state: OrchestratorState,
+) -> Literal["execute_step", "replan", "ask_user", "advance_step", "advance_goal", "git_operations"]:
+    """After reflect or ask_user: act on the decision."""
+    if state.get("halt"):
+        return "git_operations"
+    decision = state.get("recovery")
+    if decision is None:
+        raise ValueError("no recovery decision after a failed step")
+    match decision.get("action"):
+        case RecoveryAction.RETRY | RecoveryAction.RETRY_MODIFIED:
+            return "execute_step"
+        case RecoveryAction.REPLANNING:
+            return "replan"
+        case RecoveryAction.ASK_USER:
+            return "ask_user"
+        case RecoveryAction.SKIP_STEP:
+            return next_after_step(state)
+    raise ValueError(f"recovery action {decision.get('action')!r} without a halt")
+
+
+def route_after_replan(state: OrchestratorState) -> Literal["approve_plan", "execute_step", "git_operations"]:
+    if state.get("halt"):
+        return "git_operations"
+    if state.get("task_category") in ("epic", "generative"):
+        return "approve_plan"  # a replanned epic is approved again
+    return "execute_step"
+
+
+def route_after_git(state: OrchestratorState) -> Literal["execute_step", "finalize"]:
+    """An approved commit waiting for the step the user added runs that step first."""
+    return "execute_step" if state.get("commit_approval") else "finalize"

@@ -106,7 +106,7 @@ class BudgetTracker:
 
     def describe(self) -> str:
         total = self.total()
-        return f"{total.tokens} tokenů, ${total.cost_usd:.4f}, {self.elapsed():.0f} s"
+        return f"{total.tokens} tokens, ${total.cost_usd:.4f}, {self.elapsed():.0f} s"
 
     def snapshot(self) -> dict[str, Any]:
         total = self.total()

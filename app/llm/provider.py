@@ -47,6 +47,10 @@ class LlmError(RuntimeError):
     """The model could not produce an answer."""
 
 
+class LlmJsonError(LlmError):
+    """The model answered, but not with JSON for the schema, even after the repair round."""
+
+
 class HeartbeatTimeoutError(LlmError, TimeoutError):
     """No token arrived for the heartbeat window: the model or its server is dead."""
 
@@ -209,6 +213,8 @@ class LitellmProvider:
             kwargs["api_key"] = spec.api_key
         if spec.provider == "ollama" and spec.context_tokens:
             kwargs["num_ctx"] = spec.context_tokens
+        if request.json_mode:  # structured answers (classification, plans, verdicts) should be reproducible
+            kwargs["temperature"] = 0.0
         if request.json_mode and spec.provider in ("ollama", "local"):
             kwargs["response_format"] = {"type": "json_object"}
             if spec.provider == "local" and request.json_schema:
@@ -269,7 +275,7 @@ class LitellmProvider:
         try:
             return schema.model_validate(parse_json_object(text))
         except (JsonParseError, ValidationError) as exc:
-            raise LlmError(f"LLM returned invalid JSON twice: {_short(exc)}") from exc
+            raise LlmJsonError(f"LLM returned invalid JSON twice: {_short(exc)}") from exc
 
     def _dead_message(self, spec: TierSpec) -> str:
         return f"LLM heartbeat: no token for {self._heartbeat:g} s ({spec.model})"

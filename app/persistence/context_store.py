@@ -102,6 +102,23 @@ class ContextStore:
             # Two concurrent upserts of a new key: the loser now finds the document and updates it.
             await self._collection.update_one(key, update, upsert=True)
 
+    async def save_safely(
+        self,
+        task_id: str,
+        scope: Scope,
+        scope_key: str,
+        summary: str,
+        detail: dict[str, Any] | None = None,
+    ) -> bool:
+        """:meth:`save`, awaited by a caller that reads the entry back soon, but never failing
+        it: the context store is an aid, and a run goes on without it (the error is logged)."""
+        try:
+            await self.save(task_id, scope, scope_key, summary, detail)
+        except Exception:
+            logger.exception("context store: saving %s/%s/%s failed", task_id, scope, scope_key)
+            return False
+        return True
+
     def save_nowait(
         self,
         task_id: str,

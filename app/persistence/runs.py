@@ -33,6 +33,10 @@ class RunRecord(BaseModel):
     artifacts: list[str] = []
     cloud_approved: bool = False
     usage: dict[str, Any] = {}
+    percent: float = 0.0
+    """Highest progress reported (100 when done)."""
+    report: str | None = None
+    """Full report of a failed run: what was finished, committed, skipped and left (`error` is its bounded form)."""
     created_at: float
     updated_at: float
 

@@ -14,8 +14,12 @@ from typing import Any, Literal
 from langgraph.pregel import Pregel
 
 from app.clients.kotlin import KotlinClient
+from app.graph import progress
 from app.graph.builder import NODE_NAMES
 from app.graph.context import RunContext
+from app.graph.nodes._common import run_language
+from app.graph.state import reducers
+from app.graph.texts import texts
 from app.llm.scope import current_scope
 from app.observability.metrics import Metrics
 from app.runs.events import EventLog
@@ -23,37 +27,22 @@ from app.schemas.kotlin import ProgressPush
 
 log = logging.getLogger(__name__)
 
-NODE_MESSAGES = {
-    "intake": "Analyzuji požadavek…",
-    "clarify": "Čekám na upřesnění…",
-    "evidence_pack": "Sbírám kontext z Knowledge Base…",
-    "respond": "Připravuji odpověď…",
-    "plan": "Plánuji úlohu…",
-    "plan_epic": "Plánuji epic…",
-    "design": "Navrhuji řešení…",
-    "approve_plan": "Čekám na schválení plánu…",
-    "select_goal": "Vybírám další cíl…",
-    "plan_steps": "Plánuji kroky cíle…",
-    "execute_step": "Provádím krok…",
-    "evaluate": "Vyhodnocuji výsledek kroku…",
-    "advance_step": "Přecházím na další krok…",
-    "advance_goal": "Přecházím na další cíl…",
-    "git_operations": "Git operace…",
-    "finalize": "Připravuji závěrečnou zprávu…",
-}
-
-#: State keys whose updates are appended by their reducer (see graph/state.py), not replaced.
-_APPENDED_KEYS = frozenset({"step_results", "goal_summaries"})
-
-
 def merge_update(values: dict[str, Any], update: dict[str, Any]) -> None:
     """Apply one node's update the way the graph's reducers do, so the run's final values are
     known without reading the checkpoint back."""
+    combine = reducers()
     for key, value in update.items():
-        if key in _APPENDED_KEYS:
-            values[key] = [*(values.get(key) or []), *value]
-        else:
-            values[key] = value
+        values[key] = combine[key](values.get(key) or [], value) if key in combine else value
+
+
+@dataclass
+class RunProgress:
+    """What the driver knows of a running segment, for the manager: the highest percent reported
+    (pushes and /status never show less) and the state as the nodes left it (a cancel or a crash
+    is reported from it without reading the checkpoint back)."""
+
+    percent: float = 0.0
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,6 +64,9 @@ class RunOutcome:
     artifacts: list[str] = field(default_factory=list)
     step_results: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
+    percent: float = 0.0
+    report: str | None = None
+    """The full report of a failed run (the `error` is its bounded form)."""
 
 
 class RunDriver:
@@ -89,10 +81,12 @@ class RunDriver:
                 "recursion_limit": self._context.settings.recursion_limit}
 
     async def drive(self, run: RunIdentity, graph_input: Any, events: EventLog,
-                    known: dict[str, Any] | None = None) -> RunOutcome:
+                    known: dict[str, Any] | None = None, run_progress: RunProgress | None = None) -> RunOutcome:
         """Stream the graph to its next stop (END or an interrupt). `known` is the state a
         resumed run starts from (the checkpoint the caller already read)."""
         tracked: dict[str, Any] = dict(known or (graph_input if isinstance(graph_input, dict) else {}))
+        run_progress = run_progress or RunProgress()
+        run_progress.values = tracked
         interrupt_value: dict[str, Any] | None = None
         started: dict[str, float] = {}
         config = self.config(run.thread_id)
@@ -100,7 +94,7 @@ class RunDriver:
             graph_input, config, context=self._context, stream_mode=["tasks", "updates", "custom"]
         ):
             if mode == "tasks":
-                self._on_task(run, chunk, tracked, events, started)
+                self._on_task(run, chunk, tracked, events, started, run_progress)
             elif mode == "updates":
                 for node, update in chunk.items():
                     if node == "__interrupt__":
@@ -115,19 +109,20 @@ class RunDriver:
                 interrupt_action=str(interrupt_value.get("action") or "unknown"),
                 interrupt_description=str(interrupt_value.get("description") or ""),
                 interrupt=interrupt_value,
+                percent=run_progress.percent,
             )
         common = {
-            "summary": tracked.get("final_result"),
             "branch": tracked.get("branch"),
             "artifacts": list(tracked.get("artifacts") or []),
             "step_results": list(tracked.get("step_results") or []),
         }
         if tracked.get("error"):
-            return RunOutcome(status="error", error=str(tracked["error"]), **common)
-        return RunOutcome(status="done", **common)
+            return RunOutcome(status="error", error=str(tracked["error"]), report=tracked.get("final_result"),
+                              percent=run_progress.percent, **common)
+        return RunOutcome(status="done", summary=tracked.get("final_result"), percent=progress.DONE, **common)
 
     def _on_task(self, run: RunIdentity, chunk: dict[str, Any], tracked: dict[str, Any], events: EventLog,
-                 started: dict[str, float]) -> None:
+                 started: dict[str, float], run_progress: RunProgress) -> None:
         node = chunk.get("name")
         if node not in NODE_NAMES:
             return
@@ -135,16 +130,19 @@ class RunDriver:
             started[chunk.get("id", node)] = time.perf_counter()
             current_scope().node = node  # LLM usage is booked to the running node
             goals, steps = tracked.get("goals") or [], tracked.get("steps") or []
+            run_progress.percent = progress.monotonic(run_progress.percent, tracked, node)
             push = ProgressPush(
                 task_id=run.task_id, client_id=run.client_id, node=node,
-                message=NODE_MESSAGES.get(node, node),
+                message=progress.message(tracked, node, texts(run_language(tracked, self._context.settings))),
+                percent=run_progress.percent,
                 goal_index=int(tracked.get("current_goal_index") or 0), total_goals=len(goals),
                 step_index=int(tracked.get("current_step_index") or 0), total_steps=len(steps),
             )
             self._kotlin.push_progress(push)
-            events.publish("node_start", {"node": node, "message": push.message, "goal_index": push.goal_index,
-                                          "total_goals": push.total_goals, "step_index": push.step_index,
-                                          "total_steps": push.total_steps})
+            events.publish("node_start", {"node": node, "message": push.message, "percent": push.percent,
+                                          "goal_index": push.goal_index, "total_goals": push.total_goals,
+                                          "step_index": push.step_index, "total_steps": push.total_steps,
+                                          "attempt": int(tracked.get("attempt") or 1)})
         else:
             error = chunk.get("error")
             began = started.pop(chunk.get("id", node), None)

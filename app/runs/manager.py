@@ -22,7 +22,9 @@ from langgraph.types import Command
 from app.agents.workspace import WorkspaceError, WorkspaceManager
 from app.clients.kotlin import KotlinClient
 from app.config import Settings
+from app.graph import report
 from app.graph.approval import is_approved
+from app.graph.texts import texts
 from app.llm.budget import BudgetExceededError, BudgetLimits, BudgetTracker
 from app.llm.provider import LlmError
 from app.llm.scope import LlmScope, current_scope, scope_for, use_scope
@@ -33,7 +35,7 @@ from app.persistence.runs import RunRecord, RunStore
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 from app.runs.events import EventHub, EventLog
 from app.runs.ids import new_thread_id, task_id_of
-from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome
+from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome, RunProgress
 from app.schemas.domain import CodingTask
 from app.schemas.kotlin import (
     ApprovalResponse,
@@ -49,6 +51,8 @@ CANCELLED_MESSAGE = "Orchestrace zrušena uživatelem"
 RESTARTED_MESSAGE = "Orchestrace přerušena restartem služby — spusťte úlohu znovu"
 BUSY_MESSAGE = "Orchestrator busy – another orchestration is running"
 CLOUD_REJECTED_MESSAGE = "Lokální model selhal a použití cloudového modelu bylo zamítnuto"
+#: How long a cancel or crash report may wait for the checkpoint before the error goes out without it.
+REPORT_READ_SECONDS = 5.0
 SUSPENDED_MESSAGE = "Orchestrace pozastavena (restart služby); bude obnovena z posledního checkpointu"
 
 
@@ -61,6 +65,7 @@ class ActiveRun:
     """Set when the run ended; /status answers from it until the run record is stored."""
     scope: LlmScope | None = None
     started_at: float = field(default_factory=time.monotonic)
+    progress: RunProgress = field(default_factory=RunProgress)
 
 
 def _usage_fields(usage: dict[str, Any]) -> dict[str, Any]:
@@ -79,7 +84,8 @@ def _record_of(run: ActiveRun) -> RunRecord:
         thread_id=run.identity.thread_id, task_id=run.identity.task_id, client_id=run.identity.client_id,
         status=outcome.status, summary=outcome.summary, error=outcome.error,
         interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
-        branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage, created_at=0.0, updated_at=0.0,
+        branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage, percent=outcome.percent,
+        report=outcome.report, created_at=0.0, updated_at=0.0,
     )
 
 
@@ -131,6 +137,12 @@ class RunManager:
         self._active: dict[str, ActiveRun] = {}
         self._accepting = True
         self._recovery: asyncio.Task[None] | None = None
+
+    @property
+    def _default_language(self) -> str:
+        """For texts of a run whose language is not known yet (it is decided by intake)."""
+        configured = self._settings.response_language
+        return configured if configured != "auto" else "cs"
 
     @property
     def busy(self) -> bool:
@@ -216,12 +228,16 @@ class RunManager:
         await self._end_waiting(thread_id, CANCELLED_MESSAGE)
 
     async def _end_waiting(self, thread_id: str, error: str) -> None:
-        """A run waiting for the user ends without running: record it and tell Kotlin."""
+        """A run waiting for the user ends without running: record it and tell Kotlin what was
+        done before it ended."""
         record = await self._runs.get(thread_id)
+        cancelled = error == CANCELLED_MESSAGE
+        if record is not None:
+            error = await self._failure_text(thread_id, None if cancelled else error)
         if record is None or not await self._runs.transition(thread_id, from_status="interrupted",
                                                              status="error", error=error):
             raise RunNotFoundError(f"No active task for {thread_id}")
-        self._metrics.orchestration_ended("cancelled" if error == CANCELLED_MESSAGE else "error")
+        self._metrics.orchestration_ended("cancelled" if cancelled else "error")
         self._kotlin.push_status(StatusPush(task_id=record.task_id, client_id=record.client_id,
                                             thread_id=thread_id, status="error", error=error))
         self._events.log(thread_id).publish("error", {"error": error})
@@ -234,7 +250,7 @@ class RunManager:
         """String-only status (Kotlin decodes `Map<String, String>`)."""
         run = self._active.get(thread_id)
         if run is not None and run.outcome is None:
-            return status_reply(thread_id, "running")
+            return status_reply(thread_id, "running", percent=f"{run.progress.percent:g}")
         record = _record_of(run) if run is not None else await self._runs.get(thread_id)
         if record is None:
             return status_reply(thread_id, "unknown")
@@ -242,15 +258,17 @@ class RunManager:
         match record.status:
             case "running":
                 # Either it runs on some pod, or its pod died and recovery adopts it shortly.
-                return status_reply(thread_id, "running")
+                return status_reply(thread_id, "running", percent=f"{record.percent:g}")
             case "interrupted":
                 return status_reply(thread_id, "interrupted", interrupt_action=record.interrupt_action or "unknown",
-                                    interrupt_description=record.interrupt_description or "", **usage)
+                                    interrupt_description=record.interrupt_description or "",
+                                    percent=f"{record.percent:g}", **usage)
             case "done":
                 return status_reply(thread_id, "done", summary=record.summary or "", branch=record.branch or "",
-                                    artifacts=record.artifacts, **usage)
+                                    artifacts=record.artifacts, percent="100", **usage)
             case _:
-                return status_reply(thread_id, "error", error=record.error or "unknown error", **usage)
+                return status_reply(thread_id, "error", error=record.error or "unknown error", report=record.report,
+                                    branch=record.branch, percent=f"{record.percent:g}", **usage)
 
     # --- crash recovery ----------------------------------------------------------------------
 
@@ -320,11 +338,11 @@ class RunManager:
         watcher = asyncio.create_task(self._cancel_when_lost(run, lease))
         try:
             bookkeeping = asyncio.create_task(self._create_record(record)) if record is not None else None
-            scope = await self._scope(identity, graph_input, known, events)
+            scope = await self._scope(identity, graph_input, known, events, run.progress)
             run.scope = scope
             try:
                 with use_scope(scope):
-                    outcome = await self._driver.drive(identity, graph_input, events, known)
+                    outcome = await self._driver.drive(identity, graph_input, events, known, run.progress)
             finally:
                 if bookkeeping is not None:
                     await bookkeeping
@@ -332,24 +350,41 @@ class RunManager:
             if not run.cancel_requested:  # shutdown or a lost lock: the run is not over
                 watcher.cancel()
                 return await self._suspend(run, lease, events)
-            outcome = RunOutcome(status="error", error=CANCELLED_MESSAGE)
+            outcome = RunOutcome(status="error", percent=run.progress.percent,
+                                 error=await self._failure_text(identity.thread_id, None, run.progress.values))
         except (LlmError, WorkspaceError, BudgetExceededError) as exc:  # expected: one line, no traceback
             log.warning("orchestration %s failed: %s", identity.thread_id, exc)
-            outcome = RunOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
+            outcome = RunOutcome(status="error", percent=run.progress.percent, error=await self._failure_text(
+                identity.thread_id, f"{type(exc).__name__}: {exc}", run.progress.values))
         except Exception as exc:  # every failure must reach Kotlin as an error status
             log.exception("orchestration %s failed", identity.thread_id)
-            outcome = RunOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
+            outcome = RunOutcome(status="error", percent=run.progress.percent, error=await self._failure_text(
+                identity.thread_id, f"{type(exc).__name__}: {exc}", run.progress.values))
         finally:
             watcher.cancel()
         await self._close(run, lease, outcome, events)
         return outcome
+
+    async def _failure_text(self, thread_id: str, problem: str | None, known: dict[str, Any] | None = None) -> str:
+        """The error of a run that ended outside its graph (cancel, crash): the problem (None =
+        cancelled by the user), then what was done and is left — from the state the driver saw
+        (a running run) or the last checkpoint (a waiting one), read within a deadline."""
+        values = known or {}
+        if not values:
+            try:
+                async with asyncio.timeout(REPORT_READ_SECONDS):
+                    values = (await self._graph.aget_state(self._driver.config(thread_id))).values or {}
+            except Exception:  # the report is a courtesy; the error must go out anyway
+                log.warning("no checkpoint to report on for %s", thread_id, exc_info=True)
+        t = texts(values.get("language") or self._default_language)
+        return report.error_text(problem or t.cancelled, values, t)
 
     async def _close(self, run: ActiveRun, lease: LockLease, outcome: RunOutcome, events: EventLog) -> None:
         if run.scope is not None and run.scope.budget is not None:
             outcome.usage = run.scope.budget.snapshot()
         # What leaves the service (Kotlin, the run record, SSE) may quote a provider error or an
         # agent's log: the same secrets as in the logs are masked.
-        for name in ("error", "summary", "interrupt_description"):
+        for name in ("error", "summary", "interrupt_description", "report"):
             text = getattr(outcome, name)
             if text:
                 setattr(outcome, name, self._redact(text))
@@ -385,13 +420,15 @@ class RunManager:
         return RunOutcome(status="error", error=SUSPENDED_MESSAGE)
 
     async def _scope(self, identity: RunIdentity, graph_input: Any, known: dict[str, Any] | None,
-                     events: EventLog) -> LlmScope:
+                     events: EventLog, progress: RunProgress) -> LlmScope:
         """Escalation policy and budget of this segment, continued from earlier segments."""
         values = known or (graph_input if isinstance(graph_input, dict) else {})
         previous = None if isinstance(graph_input, dict) else await self._runs.get(identity.thread_id)
 
+        t = texts(values.get("language") or self._default_language)
+
         def warn(dimension: str, fraction: float) -> None:
-            message = f"Rozpočet: {fraction:.0%} limitu ({dimension}) vyčerpáno"
+            message = t.budget_warning.format(fraction=f"{fraction:.0%}", dimension=dimension)
             events.publish("budget_warning", {"dimension": dimension, "fraction": round(fraction, 3),
                                               "message": message})
             self._kotlin.push_progress(ProgressPush(task_id=identity.task_id, client_id=identity.client_id,
@@ -401,6 +438,7 @@ class RunManager:
                                 warn_fraction=self._settings.budget_warn_fraction, on_warning=warn)
         if previous is not None:
             tracker.restore(previous.usage)
+            progress.percent = max(progress.percent, previous.percent)
         task = values.get("task") or {}
         return scope_for(values.get("rules") or {}, task.get("query", ""), task_id=identity.task_id,
                          cloud_approved=bool(previous and previous.cloud_approved), budget=tracker)
@@ -424,7 +462,8 @@ class RunManager:
             await self._runs.update(
                 identity.thread_id, status=outcome.status, summary=outcome.summary, error=outcome.error,
                 interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
-                branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage,
+                branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage, percent=outcome.percent,
+                report=outcome.report,
             )
         except Exception:
             log.exception("could not record the outcome of %s", identity.thread_id)
@@ -439,8 +478,8 @@ class RunManager:
         ))
         event_type = {"interrupted": "approval_required"}.get(outcome.status, outcome.status)
         events.publish(event_type, {
-            "summary": outcome.summary, "error": outcome.error, "branch": outcome.branch,
-            "artifacts": outcome.artifacts, "interrupt": outcome.interrupt,
+            "summary": outcome.summary, "error": outcome.error, "report": outcome.report, "branch": outcome.branch,
+            "artifacts": outcome.artifacts, "interrupt": outcome.interrupt, "percent": outcome.percent,
         })
 
     async def shutdown(self, grace_seconds: float | None = None) -> None:

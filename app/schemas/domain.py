@@ -6,7 +6,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 
 class TaskCategory(StrEnum):
@@ -43,6 +43,17 @@ class CheckStatus(StrEnum):
     FAILED = "failed"
 
 
+class RecoveryAction(StrEnum):
+    """What happens after a failed step (spec 000, ReflectionEngine), plus the run's own `stop`."""
+
+    RETRY = "retry"
+    RETRY_MODIFIED = "retry_modified"
+    REPLANNING = "replanning"
+    ASK_USER = "ask_user"
+    SKIP_STEP = "skip_step"
+    STOP = "stop"
+
+
 class _Lenient(BaseModel):
     """LLM output is parsed into these: unknown keys are ignored, enums are case-folded."""
 
@@ -66,10 +77,14 @@ class CodingTask(BaseModel):
 
 
 class Classification(_Lenient):
-    """The JSON keys of spec §7.1, exactly."""
+    """The JSON keys of spec §7.1, exactly. Category and action are required: an empty or
+    misnamed answer must fail validation (and be repaired), never become silent advice.
+    Names small models use instead ("category", "action") are accepted."""
 
-    task_category: Annotated[TaskCategory, Folded] = TaskCategory.ADVICE
-    task_action: Annotated[TaskAction, Folded] = TaskAction.RESPOND
+    task_category: Annotated[TaskCategory, Folded] = Field(
+        validation_alias=AliasChoices("task_category", "category", "taskCategory"))
+    task_action: Annotated[TaskAction, Folded] = Field(
+        validation_alias=AliasChoices("task_action", "action", "taskAction"))
     external_refs: list[str] = Field(default_factory=list)
     complexity: Annotated[Complexity, Folded] = Complexity.MEDIUM
     goal_clear: bool = True
@@ -104,7 +119,13 @@ class CodingStep(_Lenient):
     files: list[str] = Field(default_factory=list)
     tracker_operations: list[TrackerOperation] = Field(default_factory=list)
     expects_changes: bool = True
-    """A code step that changes nothing has failed, unless the planner said it only inspects."""
+    """A code step that changes nothing has failed, unless the planner said it only inspects,
+    analyses or runs something; such a step passes without a diff and its findings reach the
+    following steps."""
+    critical: bool = True
+    """Only a step the plan marks non-critical may be skipped by reflection (the user may skip any)."""
+    revision: int = 0
+    """Which replanning produced the step (0 = the first plan): part of its agent Job's identity."""
 
 
 class Goal(_Lenient):
@@ -147,13 +168,30 @@ class StepPlan(_Lenient):
 
 
 class StepResult(BaseModel):
+    """One attempt of one step. Failed attempts stay in the list (the report tells the story);
+    only successful, not skipped ones count as work done."""
+
     step_index: int
     goal_index: int = 0
     success: bool
+    """The attempt succeeded: the agent's own verdict, then evaluate's (checks, tests, review)."""
     summary: str
     agent_type: str | None = None
     step_type: str = StepType.CODE.value
     changed_files: list[str] = Field(default_factory=list)
+    attempt: int = 1
+    revision: int = 0
+    """Plan revision of the step (with goal, step and attempt: the result's identity)."""
+    findings: str = ""
+    """What an inspect / analyse / run step found (bounded), handed to the following steps."""
+    skipped: bool = False
+    """The step was given up and skipped; its changes were discarded."""
+    title: str = ""
+    """The step's instructions, shortened, for reports."""
+    base_tree: str | None = None
+    """Git tree of the workspace when the step started: its diff and its undo."""
+    completed_operations: list[int] = Field(default_factory=list)
+    """Tracker steps: indices of operations that succeeded (a retry does not repeat them)."""
 
 
 class EvaluationCheck(BaseModel):
@@ -165,6 +203,98 @@ class EvaluationCheck(BaseModel):
 class Evaluation(BaseModel):
     acceptable: bool
     checks: list[EvaluationCheck] = Field(default_factory=list)
+    feedback: str = ""
+    """Why the step failed, as the next attempt and the reflection read it (bounded)."""
+    warnings: list[str] = Field(default_factory=list)
+    """Things the report must say although the step passed (tests not run, review without verdict)."""
+
+
+class ReviewVerdict(_Lenient):
+    """The reviewer's JSON (`require_review`)."""
+
+    approved: bool
+    issues: list[str] = Field(default_factory=list)
+    summary: str = ""
+
+    @field_validator("issues", mode="before")
+    @classmethod
+    def _issue_strings(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+class Reflection(_Lenient):
+    """The reflection's JSON: exactly the keys of spec 000's ReflectionEngine."""
+
+    analysis: str = ""
+    root_cause: str = ""
+    suggested_action: Annotated[RecoveryAction, Folded]
+    confidence: float = 0.5
+    modification_hint: str = ""
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _clamp(cls, value: Any) -> Any:
+        try:
+            return min(1.0, max(0.0, float(value)))
+        except (TypeError, ValueError):
+            return 0.5
+
+    @field_validator("analysis", "root_cause", "modification_hint", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        return "" if value is None else str(value)
+
+    @field_validator("suggested_action")
+    @classmethod
+    def _no_stop(cls, value: RecoveryAction) -> RecoveryAction:
+        if value == RecoveryAction.STOP:  # the run decides to stop, never the model
+            raise ValueError("suggested_action must be one of retry, retry_modified, replanning, ask_user, skip_step")
+        return value
+
+
+class Recovery(BaseModel):
+    """The decision after a failed step, as the graph routes on it."""
+
+    action: RecoveryAction
+    goal_index: int = 0
+    step_index: int = 0
+    attempt: int = 0
+    """The attempt that failed (0: no step failed, e.g. a plan refused with a reason)."""
+    failure: str
+    """What went wrong (the evaluation's feedback, or the user's reason; bounded)."""
+    analysis: str = ""
+    root_cause: str = ""
+    confidence: float | None = None
+    hint: str = ""
+    """How the next attempt should differ (the reflection's modification hint, or the user's words)."""
+    source: str = "llm"
+    """llm | fallback | user | cap: who decided."""
+    note: str = ""
+    """Why a suggestion was overruled (a cap, a critical step), for the SSE stream and the report."""
+
+
+class RecoveryChoice(_Lenient):
+    """The LLM's reading of a user's answer to a recovery question."""
+
+    suggested_action: Annotated[RecoveryAction, Folded]
+    hint: str = ""
+
+    @field_validator("hint", mode="before")
+    @classmethod
+    def _hint_text(cls, value: Any) -> Any:
+        return "" if value is None else str(value)
+
+
+class ApprovalDecision(BaseModel):
+    """An answer to an approval gate, interpreted (app/graph/approval.py)."""
+
+    approved: bool
+    modification: str | None = None
+    """The condition or change the user attached ("ale ne do mastera", "přidej testy")."""
+    reason: str | None = None
+    """The user's words after a refusal ("ne, udělej to bez nové závislosti" → the rest)."""
 
 
 class GoalSummary(BaseModel):

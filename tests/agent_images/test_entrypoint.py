@@ -2,7 +2,7 @@
 
 Agent mode drives the deterministic scripted agent (app/agents/scripted_agent.py) as an
 `AGENT_TYPE=command` agent, and a tiny fake `claude` for Claude Code's JSON shapes. Git mode
-commits and pushes to a local bare repository.
+commits and pushes to a local bare repository. Test mode runs real shell commands, make and Python.
 """
 
 from __future__ import annotations
@@ -375,3 +375,197 @@ def test_local_llm_url_reaches_the_agent_under_the_names_litellm_reads(repo: Pat
     done, _ = run_entrypoint(repo, agent_type=agent_type, OLLAMA_URL="http://ollama:11434",
                              command=["sh", "-c", 'echo "llm=$OLLAMA_API_BASE|$LLM_BASE_URL"'])
     assert f"llm={expected}" in done.stdout
+
+
+# ------------------------------------------------------------------- test mode
+TEST_RESULT_KEYS = {"success", "summary", "changedFiles", "exitCode", "costUsd", "logTail", "agent", "testOutcome"}
+
+
+def run_tests_step(repo: Path, command: str | list[str], **plan: Any) -> Run:
+    """A test-mode run as the orchestrator starts it: `.jervis/test.json`, the step's AGENT_TYPE still
+    set, no ALLOW_GIT."""
+    jervis = repo / ".jervis"
+    jervis.mkdir(exist_ok=True)
+    (jervis / "test.json").write_text(json.dumps({"command": command, **plan}))
+    return run_entrypoint(repo, agent_type="claude", command=None, JERVIS_MODE="test")
+
+
+def process_gone(pid: int, wait: float = 2.0) -> bool:
+    """True once no such process runs (a zombie waiting for its parent to reap it counts as gone)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:
+            return True
+        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(("command", "label"), [
+    ('echo "collected 3 items"; echo "ci=$CI"', 'echo "collected 3 items"; echo "ci=$CI"'),
+    (["sh", "-c", 'echo "collected 3 items"; echo "ci=$CI"'], "sh -c 'echo \"collected 3 items\"; echo \"ci=$CI\"'"),
+])
+def test_test_mode_passing_command_passes(repo: Path, command: str | list[str], label: str) -> None:
+    """A string is a shell command line, a list an argv; both stream their output and keep it."""
+    done, result = run_tests_step(repo, command)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert set(result) == TEST_RESULT_KEYS
+    assert result == {"success": True, "summary": f"Tests passed: {label}", "changedFiles": [], "exitCode": 0,
+                      "costUsd": None, "logTail": "collected 3 items\nci=true", "agent": "test",
+                      "testOutcome": "passed"}
+    assert "collected 3 items" in done.stdout
+
+
+def test_test_mode_failing_command_fails_with_its_output_in_the_log_tail(repo: Path) -> None:
+    command = "echo 'FAILED tests/test_a.py::test_x - assert 1 == 2' >&2; exit 1"
+    done, result = run_tests_step(repo, command)
+    assert done.returncode == 1
+    assert (result["success"], result["testOutcome"], result["exitCode"]) == (False, "failed", 1)
+    assert result["summary"] == f"Tests failed (exit 1): {command}"
+    assert "FAILED tests/test_a.py::test_x" in result["logTail"]  # stderr is merged into the output
+
+
+def test_test_mode_log_tail_keeps_the_last_80_lines(repo: Path) -> None:
+    done, result = run_tests_step(repo, ["seq", "1", "500"])
+    assert done.returncode == 0
+    assert result["logTail"].splitlines() == [str(n) for n in range(421, 501)]
+    assert "\n1\n" in done.stdout  # every line still reached the log
+
+
+def test_test_mode_log_tail_keeps_at_most_8000_characters_from_the_end(repo: Path) -> None:
+    script = "for i in range(60): print(str(i).rjust(3, '0') + 'x' * 497)"
+    _, result = run_tests_step(repo, [sys.executable, "-c", script])
+    assert len(result["logTail"]) == 8000
+    assert result["logTail"].endswith("059" + "x" * 497)
+
+
+@pytest.mark.parametrize(("command", "exit_code", "reason"), [
+    ("no-such-test-tool --all", 127, "no-such-test-tool"),  # the shell's "not found"
+    (["/nonexistent/bin/pytest", "-q"], None, "FileNotFoundError"),  # could not even be started
+    ("echo not executable > tool.sh && ./tool.sh", 126, "tool.sh"),
+])
+def test_test_mode_missing_test_command_is_not_run(repo: Path, command: str | list[str], exit_code: int | None,
+                                                   reason: str) -> None:
+    done, result = run_tests_step(repo, command)
+    assert done.returncode == 1
+    assert (result["success"], result["testOutcome"], result["exitCode"]) == (False, "not_run", exit_code)
+    assert result["summary"].startswith("Tests could not run: ") and reason in result["summary"]
+
+
+def test_test_mode_python_without_pytest_is_not_run(repo: Path) -> None:
+    """`python -m pytest` with a Python that has no pytest (-S: no site-packages)."""
+    _, result = run_tests_step(repo, [sys.executable, "-I", "-S", "-m", "pytest", "-q"])
+    assert (result["testOutcome"], result["exitCode"]) == ("not_run", 1)
+    assert result["summary"].startswith("Tests could not run: ")
+    assert result["summary"].endswith("No module named pytest")
+
+
+def test_test_mode_other_missing_python_module_is_a_failure(repo: Path) -> None:
+    """Only pytest's own absence is special: a missing module may well be the agent's doing."""
+    _, result = run_tests_step(repo, [sys.executable, "-m", "this_module_does_not_exist"])
+    assert (result["testOutcome"], result["exitCode"]) == ("failed", 1)
+    assert "No module named this_module_does_not_exist" in result["logTail"]
+
+
+def test_test_mode_make_without_a_test_target_is_not_run(repo: Path) -> None:
+    (repo / "Makefile").write_text("all:\n\t@echo built\n")
+    _, result = run_tests_step(repo, "make test")
+    assert (result["testOutcome"], result["exitCode"]) == ("not_run", 2)
+    assert result["summary"].startswith("Tests could not run: make: *** No rule to make target 'test'")
+
+
+def test_test_mode_make_test_failing_is_a_failure(repo: Path) -> None:
+    (repo / "Makefile").write_text("test:\n\t@echo 1 failed\n\t@exit 1\n")
+    _, result = run_tests_step(repo, "make test")
+    assert (result["testOutcome"], result["summary"]) == ("failed", "Tests failed (exit 2): make test")
+
+
+def test_test_mode_timeout_fails_and_kills_the_command_and_its_children(repo: Path, tmp_path: Path) -> None:
+    child = tmp_path / "child.pid"
+    started = time.monotonic()
+    done, result = run_tests_step(repo, f"sleep 60 & echo $! > {child}; echo started; wait", timeout_seconds=1)
+    assert time.monotonic() - started < 10
+    assert done.returncode == 1
+    assert (result["success"], result["testOutcome"], result["exitCode"]) == (False, "failed", -signal.SIGTERM)
+    assert result["summary"] == f"Tests timed out after 1 s: sleep 60 & echo $! > {child}; echo started; wait"
+    assert result["logTail"] == "started"
+    assert process_gone(int(child.read_text()))
+
+
+def test_test_mode_timeout_kills_a_command_that_ignores_sigterm(repo: Path, tmp_path: Path) -> None:
+    """SIGKILL follows 5 s after the SIGTERM."""
+    child = tmp_path / "child.pid"
+    started = time.monotonic()
+    done, result = run_tests_step(repo, f"trap '' TERM; sleep 60 & echo $! > {child}; wait", timeout_seconds=0.5)
+    elapsed = time.monotonic() - started
+    assert 5 <= elapsed < 15
+    assert (done.returncode, result["testOutcome"], result["exitCode"]) == (1, "failed", -signal.SIGKILL)
+    assert result["summary"].startswith("Tests timed out after 0.5 s: ")
+    assert process_gone(int(child.read_text()))
+
+
+def test_test_mode_leftover_background_process_does_not_hold_up_the_result(repo: Path, tmp_path: Path) -> None:
+    """A server the tests started and left running keeps the output open; it is stopped, not waited for."""
+    child = tmp_path / "child.pid"
+    started = time.monotonic()
+    done, result = run_tests_step(repo, f"sleep 60 & echo $! > {child}; echo 3 passed")
+    assert time.monotonic() - started < 10
+    assert (done.returncode, result["testOutcome"], result["logTail"]) == (0, "passed", "3 passed")
+    assert process_gone(int(child.read_text()))
+
+
+def test_test_mode_sigterm_is_forwarded_to_the_tests(repo: Path, tmp_path: Path) -> None:
+    child = tmp_path / "child.pid"
+    (repo / ".jervis").mkdir()
+    (repo / ".jervis" / "test.json").write_text(json.dumps({"command": f"sleep 60 & echo $! > {child}; "
+                                                                       "echo running; wait"}))
+    environment = base_env(WORKSPACE_PATH=str(repo), JERVIS_MODE="test")
+    process = subprocess.Popen([sys.executable, str(ENTRYPOINT)], env=environment, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    for line in process.stdout:
+        if "running" in line and "[jervis-entrypoint]" not in line:
+            break
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=10) == 1
+    assert time.monotonic() - started < 5
+    result = json.loads((repo / ".jervis" / "result.json").read_text())
+    assert (result["testOutcome"], result["summary"]) == (
+        "failed", f"Tests stopped by SIGTERM: sleep 60 & echo $! > {child}; echo running; wait")
+    assert process_gone(int(child.read_text()))
+
+
+@pytest.mark.parametrize("plan", [
+    None,  # no test.json at all
+    {"command": ""},
+    {"command": []},
+    {"command": ["make", 1]},
+    {"command": {"run": "make test"}},
+    {"command": "make test", "timeout_seconds": "60"},
+    {"command": "make test", "timeout_seconds": 0},
+])
+def test_test_mode_missing_or_invalid_test_json_exits_2(repo: Path, plan: dict[str, Any] | None) -> None:
+    if plan is not None:
+        (repo / ".jervis").mkdir()
+        (repo / ".jervis" / "test.json").write_text(json.dumps(plan))
+    done, result = run_entrypoint(repo, agent_type="claude", command=None, JERVIS_MODE="test")
+    assert done.returncode == 2 and "test.json" in done.stderr
+    assert result["success"] is False and result["summary"].startswith("Entrypoint cannot run: ")
+    assert result["agent"] == "test"
+
+
+def test_test_mode_needs_no_allow_git_and_ignores_the_agent_settings(repo: Path) -> None:
+    """The runner passes the step's agent settings along; none of them is checked in test mode."""
+    (repo / ".jervis").mkdir()
+    (repo / ".jervis" / "test.json").write_text(json.dumps({"command": "echo ok"}))
+    environment = base_env(WORKSPACE_PATH=str(repo), JERVIS_MODE="test", ALLOW_GIT="false", AGENT_TYPE="bogus",
+                           AGENT_COMMAND="not json", AGENT_EXTRA_ARGS="[1]")
+    done = subprocess.run([sys.executable, str(ENTRYPOINT)], env=environment, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((repo / ".jervis" / "result.json").read_text())
+    assert (result["testOutcome"], result["agent"]) == ("passed", "test")

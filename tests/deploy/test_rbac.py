@@ -137,7 +137,9 @@ def _step(data_root: Path, name: str, instructions: str) -> tuple[AgentJob, Any]
     job = AgentJob(thread_id=f"thread-{name}-rbac0000", task_id=name, client_id="c1", agent_type="aider",
                    workspace=repo, timeout_seconds=60, expect_changes=True)
     brief = StepBrief(agent_type="command", instructions=instructions, task={"id": name})
-    return job, lambda: WorkspaceManager(data_root).prepare(repo, brief)
+    async def prepare() -> None:
+        WorkspaceManager(data_root).prepare(repo, brief)
+    return job, prepare
 
 
 async def test_role_grants_exactly_what_the_job_runner_uses(k8s: Any, data_root: Path, tmp_path: Path) -> None:

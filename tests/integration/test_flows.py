@@ -105,7 +105,7 @@ def test_code_task_runs_agent_asks_for_commit_and_commits_on_approval(client, ll
     assert_string_status(status)
     usage = {key: status.pop(key) for key in ("llm_tokens", "llm_cost_usd", "llm_seconds")}
     assert status == {"status": "done", "thread_id": thread_id, "summary": done["summary"], "branch": branch,
-                      "artifacts": "app/health.py"}
+                      "artifacts": "app/health.py", "percent": "100"}
     assert int(usage["llm_tokens"]) > 0 and float(usage["llm_cost_usd"]) == 0.0  # local tier: free
     with client.stream("GET", f"/stream/{thread_id}") as response:
         stream = "".join(response.iter_text())
@@ -208,14 +208,22 @@ def test_kb_outage_does_not_stop_the_run(client, llm, kotlin, kb) -> None:
     assert "Knowledge Base unavailable" in respond_prompt
 
 
-def test_forbidden_file_blocks_the_step(client, llm, kotlin, workspace) -> None:
+def test_forbidden_file_fails_the_step_is_retried_then_asked_about_and_undone(client, llm, kotlin,
+                                                                             workspace) -> None:
     rel, repo = workspace
-    llm.script(*code_task_script(files={"config/prod.env": "SECRET=1"}))
+    llm.script(*code_task_script(files={"config/prod.env": "SECRET=1"}))  # no reflection scripted: fallback
     thread_id = start(client, orchestrate_body(workspace_path=rel))
 
+    asked = kotlin.wait_for_status(thread_id=thread_id, status="interrupted")  # retried once, then asked
+    assert asked["interruptAction"] == "clarify" and "config/prod.env" in asked["interruptDescription"]
+    assert "přeskoč" in asked["interruptDescription"]  # the options, in the request's language
+    client.post(f"/approve/{thread_id}", json=approval(True, "stop"))
     error = kotlin.wait_for_status(thread_id=thread_id, status="error")
 
-    assert "config/prod.env" in error["error"]
+    assert error["error"].startswith("Uživatel ukončil práci po selhání kroku 1 cíle 1: Změněny zakázané soubory: "
+                                     "config/prod.env.")
+    assert "Dokončeno 0 z 1 kroků" in error["error"]
+    assert not (repo / "config/prod.env").exists()  # the forbidden write was undone, not only reported
     assert git(repo, "branch", "--list", "task/*").strip() == ""
 
 
@@ -273,7 +281,8 @@ def test_status_while_running_is_string_only(client, llm, kotlin) -> None:
     thread_id = start(client, orchestrate_body())
     kotlin.wait_for_progress(node="intake")
     try:
-        assert client.get(f"/status/{thread_id}").json() == {"status": "running", "thread_id": thread_id}
+        assert client.get(f"/status/{thread_id}").json() == {"status": "running", "thread_id": thread_id,
+                                                             "percent": "2"}
     finally:
         client.post(f"/cancel/{thread_id}")
         kotlin.wait_for_status(thread_id=thread_id, status="error")
@@ -338,7 +347,10 @@ def test_blocking_orchestrate_reports_an_interrupt(client, llm, kotlin, workspac
     assert reply["status"] == "interrupted" and reply["interrupt"]["action"] == "commit"
     assert reply["interrupt"]["changed_files"] == ["app/health.py"]
     client.post(f"/cancel/{reply['thread_id']}")
-    assert kotlin.wait_for_status(thread_id=reply["thread_id"], status="error")["error"] == "Orchestrace zrušena uživatelem"
+    error = kotlin.wait_for_status(thread_id=reply["thread_id"], status="error")["error"]
+    # Cancelled while waiting: the error also says what was done and that it is not committed.
+    assert error == ("Orchestrace zrušena uživatelem. Dokončeno 1 z 1 kroků. Změněné soubory: app/health.py. "
+                     "Hotová práce zůstala necommitnutá v pracovním adresáři.")
 
 
 def test_final_report_falls_back_to_facts_when_the_llm_fails(client, llm, kotlin, workspace) -> None:

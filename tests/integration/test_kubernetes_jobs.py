@@ -9,7 +9,22 @@ from typing import Any
 import pytest
 
 from tests.fixtures.service import configure_cluster, kubernetes_env
-from tests.support import approval, code_task_script, git, make_git_repo, new_task_id, orchestrate_body, wait_until
+from tests.fixtures.llm_server import Reply
+from tests.support import (
+    approval,
+    classification,
+    code_task_script,
+    file_block,
+    git,
+    goals_json,
+    make_git_repo,
+    new_task_id,
+    node_marker,
+    orchestrate_body,
+    reflection,
+    steps_json,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -38,6 +53,11 @@ def workspace(data_root: Path) -> tuple[str, Path]:
 
 def agent_jobs(k8s: Any, task_id: str) -> list[str]:
     return [name for name in k8s.created if task_id in name and "-g0-s0-" in name]
+
+
+def body_task(thread_id: str) -> str:
+    """The task id inside a thread id (`thread-<task>-<suffix>`)."""
+    return thread_id.split("-")[1]
 
 
 def test_restarted_orchestrator_reattaches_to_the_running_job(kube_service, cluster, llm, kotlin, workspace) -> None:
@@ -75,16 +95,21 @@ def test_cancel_deletes_the_job_and_its_agent(kube_service, cluster, llm, kotlin
     assert not (repo / "late.txt").exists()
 
 
-def test_agent_past_its_deadline_fails_the_run(kube_service, cluster, llm, kotlin, workspace) -> None:
+def test_agent_past_its_deadline_is_retried_then_the_user_is_asked(kube_service, cluster, llm, kotlin, workspace) -> None:
     rel, _ = workspace
     llm.script(*code_task_script(files={"late.txt": "never"}, extra_instructions="@@SLEEP 60"))
     service = kube_service(agent_timeouts=json.dumps({"aider": 2})).start()
     with service.client() as client:
         thread_id = client.post("/orchestrate/stream", json=orchestrate_body(workspace_path=rel)).json()["thread_id"]
+        # Timed out twice (the first failure is retried), then the user is asked.
+        asked = kotlin.wait_for_status(thread_id=thread_id, status="interrupted", timeout=40)
+        assert asked["interruptAction"] == "clarify" and "timed out after 2 s" in asked["interruptDescription"]
+        client.post(f"/approve/{thread_id}", json=approval(True, "stop"))
 
     error = kotlin.wait_for_status(thread_id=thread_id, status="error", timeout=30)
 
     assert "timed out after 2 s" in error["error"]
+    assert len([n for n in agent_jobs(cluster, body_task(thread_id))]) == 2  # attempt 1 and attempt 2
 
 
 def test_unpullable_image_fails_fast_instead_of_waiting(kube_service, k8s, llm, kotlin, workspace) -> None:
@@ -94,6 +119,9 @@ def test_unpullable_image_fails_fast_instead_of_waiting(kube_service, k8s, llm, 
     service = kube_service().start()
     with service.client() as client:
         thread_id = client.post("/orchestrate/stream", json=orchestrate_body(workspace_path=rel)).json()["thread_id"]
+        asked = kotlin.wait_for_status(thread_id=thread_id, status="interrupted", timeout=30)
+        assert asked["interruptAction"] == "clarify" and "could not start: ErrImagePull" in asked["interruptDescription"]
+        client.post(f"/approve/{thread_id}", json=approval(True, "stop"))
 
     error = kotlin.wait_for_status(thread_id=thread_id, status="error", timeout=30)
 
@@ -118,3 +146,32 @@ def test_commit_runs_as_a_git_job(kube_service, cluster, llm, kotlin, workspace)
         env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
         assert env["ALLOW_GIT"] == "true" and env["JERVIS_MODE"] == "git"
     assert git(repo, "log", "-1", "--format=%s", done["branch"]).startswith(f"task({body['task_id']}):")
+
+
+def test_a_retry_is_a_new_job_and_a_restart_reattaches_to_that_attempt(kube_service, cluster, llm, kotlin,
+                                                                       workspace) -> None:
+    rel, repo = workspace
+    llm.script(
+        Reply(match=node_marker("intake"), content=classification("single_task", "code", "simple")),
+        Reply(match=node_marker("plan"), content=goals_json("Retry")),
+        Reply(match=node_marker("plan_steps"), content=steps_json(
+            "@@FAIL @1 flaky network\n@@SLEEP @2 4\n" + file_block("app/retry.py @2", "attempt = 2"))),
+        Reply(match=node_marker("reflect"), content=reflection("retry")),
+        Reply(match=node_marker("finalize"), content="Hotovo."),
+    )
+    first = kube_service(pod_id="orchestrator-0").start()
+    body = orchestrate_body(workspace_path=rel)
+    with first.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
+    [second_attempt] = wait_until(lambda: [n for n in agent_jobs(cluster, body["task_id"]) if "-a2-" in n],
+                                  what="the second attempt's Job")
+    cluster.wait_for_job(second_attempt, "Active")
+    first.kill()  # mid-attempt 2: its Job keeps running
+
+    kube_service(env=first.env).start()
+    asked = kotlin.wait_for_status(thread_id=thread_id, status="interrupted", timeout=60)
+
+    assert asked["interruptAction"] == "commit"
+    jobs = agent_jobs(cluster, body["task_id"])
+    assert len(jobs) == 2 and [n for n in jobs if "-a1-" in n] and jobs.count(second_attempt) == 1
+    assert (repo / "app/retry.py").read_text() == "attempt = 2\n"

@@ -26,8 +26,9 @@ def test_every_setting_is_documented_with_its_default() -> None:
 def test_the_graph_is_drawn_from_the_compiled_graph() -> None:
     mermaid = readme.graph_section()
     assert mermaid.startswith("```mermaid\n") and "graph TD;" in mermaid
-    for edge in ("__start__ --> intake;", "execute_step --> evaluate;", "evaluate -.-> git_operations;",
-                 "finalize --> __end__;"):
+    for edge in ("__start__ --> intake;", "execute_step -.-> evaluate;", "evaluate -.-> git_operations;",
+                 "evaluate -.-> reflect;", "reflect -.-> execute_step;", "reflect -.-> ask_user;",
+                 "ask_user -.-> replan;", "replan -.-> approve_plan;", "finalize --> __end__;"):
         assert edge in mermaid
 
 

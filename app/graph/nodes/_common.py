@@ -1,4 +1,6 @@
-"""Small helpers shared by nodes."""
+"""Helpers shared by nodes: reading the state, the contexts prompts are built from, and the
+hand-over details every agent step (code, test or git) gets. Nodes import this module, never
+each other."""
 
 from __future__ import annotations
 
@@ -7,14 +9,31 @@ from typing import Any
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
+from app.agents.workspace import render_environment
+from app.config import Settings
+from app.graph import chat, report
+from app.graph.agent_selection import select_agent
 from app.graph.context import RunContext
 from app.graph.state import OrchestratorState
+from app.schemas.domain import CodingStep, StepType
 
 NodeRuntime = Runtime[RunContext]
+CONVERSATION_CHARS = 3000
 
 
 def task_of(state: OrchestratorState) -> dict[str, Any]:
     return state["task"]
+
+
+def clip(text: str, limit: int) -> str:
+    """At most `limit` characters, marked when cut."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def run_language(state: OrchestratorState, settings: Settings) -> str:
+    """The run's language (intake decided it); the configured one before intake ran."""
+    configured = settings.response_language
+    return state.get("language") or (configured if configured != "auto" else "cs")
 
 
 def emit(event: dict[str, Any]) -> None:
@@ -46,6 +65,46 @@ def clarification_text(state: OrchestratorState) -> str | None:
     return response.get("answer") or None
 
 
+def answer_context(state: OrchestratorState) -> str:
+    """What respond and answer steps reply from: identity, KB, the whole conversation."""
+    parts = [
+        identity(state),
+        state.get("project_context") or "",
+        evidence_text(state),
+        chat.full_conversation(state),
+        f"User's clarification: {c}" if (c := clarification_text(state)) else "",
+        render_environment(state.get("environment")) if state.get("environment") else "",
+    ]
+    return "\n\n".join(p for p in parts if p)
+
+
+def planning_context(state: OrchestratorState) -> str:
+    """What planners see: identity, KB, the conversation (bounded, newest kept) and the user's
+    conditions, so "the same as yesterday, but for the orders endpoint" can be planned."""
+    conversation = chat.full_conversation(state)
+    if len(conversation) > CONVERSATION_CHARS:
+        conversation = "…" + conversation[-CONVERSATION_CHARS:]
+    conditions = state.get("user_conditions") or []
+    parts = [identity(state), state.get("project_context") or "", evidence_text(state),
+             f"Conversation:\n{conversation}" if conversation else "",
+             f"User's clarification: {c}" if (c := clarification_text(state)) else "",
+             "User's conditions: " + "; ".join(conditions) if conditions else ""]
+    return "\n\n".join(p for p in parts if p)
+
+
+def number_steps(steps: list[CodingStep], *, complexity: str | None, preference: str, mapping: dict[str, str],
+                 start: int = 0, revision: int = 0) -> list[dict[str, Any]]:
+    """Index the steps (from `start`), mark their plan revision and pick each code step's agent."""
+    numbered = []
+    for offset, step in enumerate(steps):
+        step.index = start + offset
+        step.revision = revision
+        if step.step_type == StepType.CODE:
+            step.agent_type = select_agent(complexity, preference, mapping)
+        numbered.append(step.model_dump(mode="json"))
+    return numbered
+
+
 def current_goal(state: OrchestratorState) -> dict[str, Any]:
     return state["goals"][state.get("current_goal_index", 0)]
 
@@ -55,10 +114,25 @@ def current_step(state: OrchestratorState) -> dict[str, Any]:
 
 
 def changed_files(state: OrchestratorState) -> list[str]:
-    """Files changed by successful code steps, in first-seen order."""
-    seen: dict[str, None] = {}
-    for result in state.get("step_results", []):
-        if result.get("success"):
-            for path in result.get("changed_files", []):
-                seen.setdefault(path, None)
-    return list(seen)
+    """Files changed by successful, not skipped code steps, in first-seen order."""
+    return report.changed_files(state)
+
+
+def task_brief(state: OrchestratorState, goal_index: int, step_index: int) -> dict[str, Any]:
+    """`.jervis/task.json`: who and what, for the agent and for humans reading the volume."""
+    task = task_of(state)
+    return {"id": task["id"], "client_id": task["client_id"], "project_id": task.get("project_id"),
+            "thread_id": state.get("thread_id"), "goal_index": goal_index, "step_index": step_index,
+            "client_name": state.get("client_name"), "project_name": state.get("project_name"),
+            "query": task["query"]}
+
+
+def kb_env(settings: Settings, task: dict[str, Any]) -> dict[str, str]:
+    """Environment of the KB MCP server the agent may start (tenant and URLs)."""
+    return {"CLIENT_ID": task["client_id"], "PROJECT_ID": task.get("project_id") or "",
+            "KB_URL": settings.knowledgebase_url, "KB_WRITE_URL": settings.kb_write_url}
+
+
+def reset_step_counters() -> dict[str, Any]:
+    """A new step starts: first attempt, no extra attempts granted, no question asked yet."""
+    return {"attempt": 1, "extra_attempts": 0, "cap_asked": False}

@@ -1,13 +1,21 @@
-"""evaluate (spec §7.9): success, forbidden files (fnmatch) and the changed-file budget."""
+"""evaluate (spec §7.9): did the step do its job? The agent's success, forbidden files and the
+changed-file budget, then — for code steps that changed something — the project's tests
+(`require_tests`) and an LLM review (`require_review`). A failed check fails the step with
+feedback the reflection and the next attempt read; a check that could not run is a warning."""
 
 from __future__ import annotations
 
 from fnmatch import fnmatch
 from typing import Any
 
-from app.graph.nodes._common import NodeRuntime
+from app.agents.test_command import resolve_test_command
+from app.graph import step_changes, verification
+from app.graph.nodes._common import NodeRuntime, clip, current_goal, current_step, emit, run_language, task_of
 from app.graph.state import OrchestratorState
-from app.schemas.domain import CheckStatus, Evaluation, EvaluationCheck
+from app.graph.texts import Texts, texts
+from app.schemas.domain import CheckStatus, CodingStep, Evaluation, EvaluationCheck, ReviewVerdict, StepType
+
+FEEDBACK_CHARS = 4000
 
 
 def forbidden_matches(files: list[str], patterns: list[str]) -> list[str]:
@@ -15,35 +23,105 @@ def forbidden_matches(files: list[str], patterns: list[str]) -> list[str]:
     return [f for f in files if any(fnmatch(f, p) or fnmatch(f.rsplit("/", 1)[-1], p) for p in patterns)]
 
 
-def evaluate_result(result: dict[str, Any], rules: dict[str, Any]) -> Evaluation:
+def basic_checks(result: dict[str, Any], rules: dict[str, Any], t: Texts) -> list[EvaluationCheck]:
+    """What needs no tool: the agent's verdict, forbidden files, how many files changed."""
     files = result.get("changed_files", [])
     checks = [EvaluationCheck(
         name="success",
         status=CheckStatus.PASSED if result.get("success") else CheckStatus.FAILED,
-        message=result.get("summary", "")[:300],
+        message="" if result.get("success") else result.get("summary", "")[:1000],
     )]
     forbidden = forbidden_matches(files, rules.get("forbidden_files", []))
     checks.append(EvaluationCheck(
         name="forbidden_files",
         status=CheckStatus.BLOCKED if forbidden else CheckStatus.PASSED,
-        message=f"forbidden files changed: {', '.join(forbidden)}" if forbidden else "",
+        message=t.check_forbidden.format(files=", ".join(forbidden)) if forbidden else "",
     ))
     limit = rules.get("max_changed_files", 20)
+    too_many = len(files) > limit
     checks.append(EvaluationCheck(
         name="max_changed_files",
-        status=CheckStatus.WARNING if len(files) > limit else CheckStatus.PASSED,
-        message=f"{len(files)} files changed (limit {limit})" if len(files) > limit else "",
+        status=CheckStatus.FAILED if too_many else CheckStatus.PASSED,
+        message=t.check_too_many_files.format(count=len(files), limit=limit) if too_many else "",
     ))
-    acceptable = not any(c.status in (CheckStatus.BLOCKED, CheckStatus.FAILED) for c in checks)
-    return Evaluation(acceptable=acceptable, checks=checks)
+    return checks
+
+
+def verdict(checks: list[EvaluationCheck], warnings: list[str]) -> Evaluation:
+    failed = [c for c in checks if c.status in (CheckStatus.BLOCKED, CheckStatus.FAILED)]
+    feedback = "\n".join(c.message or c.name for c in failed)
+    return Evaluation(acceptable=not failed, checks=checks, feedback=clip(feedback, FEEDBACK_CHARS), warnings=warnings)
+
+
+def evaluate_result(result: dict[str, Any], rules: dict[str, Any], language: str = "en") -> Evaluation:
+    """The tool-free part of the evaluation (unit-testable, and all non-code steps get)."""
+    return verdict(basic_checks(result, rules, texts(language)), [])
 
 
 async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
+    ctx = runtime.context
     last = state["step_results"][-1]
-    evaluation = evaluate_result(last, state.get("rules", {}))
+    rules = state.get("rules", {})
+    language = run_language(state, ctx.settings)
+    t = texts(language)
+    checks = basic_checks(last, rules, t)
+    warnings: list[str] = []
+    code_changed = last.get("step_type") == StepType.CODE and last.get("changed_files")
+    if code_changed and all(c.status == CheckStatus.PASSED for c in checks):
+        step = CodingStep.model_validate(current_step(state))
+        task = task_of(state)
+        workspace = ctx.workspaces.resolve(task["workspace_path"])
+        if rules.get("require_tests"):
+            checks.append(await _tests(state, runtime, step, workspace, t, warnings))
+        if rules.get("require_review") and checks[-1].status != CheckStatus.FAILED:
+            checks.append(await _review(state, runtime, step, workspace, last, t, warnings, language))
+    evaluation = verdict(checks, warnings)
+    emit({"type": "verification", "acceptable": evaluation.acceptable,
+          "checks": [c.model_dump(mode="json") for c in checks if c.status != CheckStatus.PASSED or c.name in
+                     ("tests", "review")]})
+    known = set(state.get("warnings") or [])
+    fresh = [w for w in dict.fromkeys(warnings) if w not in known]
     updates: dict[str, Any] = {"evaluation": evaluation.model_dump(mode="json")}
-    if not evaluation.acceptable:
-        problems = "; ".join(c.message or c.name for c in evaluation.checks
-                             if c.status in (CheckStatus.BLOCKED, CheckStatus.FAILED))
-        updates["error"] = f"Krok {last['step_index'] + 1} cíle {last.get('goal_index', 0) + 1} neprošel: {problems}"
-    return updates
+    if not evaluation.acceptable and last.get("success"):  # the verdict joins the attempt's result
+        updates["step_results"] = [last | {"success": False}]
+    return updates | ({"warnings": fresh} if fresh else {})
+
+
+async def _tests(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep, workspace: Any, t: Texts,
+                 warnings: list[str]) -> EvaluationCheck:
+    ctx = runtime.context
+    command = resolve_test_command(state.get("environment"), workspace)
+    if command is None:
+        warnings.append(t.check_no_test_command)
+        return EvaluationCheck(name="tests", status=CheckStatus.WARNING, message=t.check_no_test_command)
+    emit({"type": "tests_start", "command": command.label()})
+    run = await verification.run_tests(
+        ctx, command=command, workspace=workspace, step=step, thread_id=state.get("thread_id", ""),
+        task=task_of(state), goal_index=state.get("current_goal_index", 0), attempt=state.get("attempt", 1),
+        on_log=lambda line: emit({"type": "agent_log", "agent": "tests", "line": line}))
+    if run.outcome == "passed":
+        return EvaluationCheck(name="tests", status=CheckStatus.PASSED, message=run.summary)
+    if run.outcome == "not_run":
+        message = t.check_tests_not_run.format(reason=run.summary)
+        warnings.append(message)
+        return EvaluationCheck(name="tests", status=CheckStatus.WARNING, message=message)
+    return EvaluationCheck(name="tests", status=CheckStatus.FAILED,
+                           message=t.check_tests_failed.format(command=run.command, output=run.output))
+
+
+async def _review(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep, workspace: Any,
+                  last: dict[str, Any], t: Texts, warnings: list[str], language: str) -> EvaluationCheck:
+    ctx = runtime.context
+    diff = await step_changes.diff(ctx.snapshots, workspace, last.get("base_tree"))
+    goal = current_goal(state)
+    result = await verification.review(ctx, goal=f"{goal['title']}\n{goal.get('description', '')}",
+                                       step=step.instructions, diff=diff, language=language)
+    if isinstance(result, ReviewVerdict):
+        if result.approved:
+            return EvaluationCheck(name="review", status=CheckStatus.PASSED, message=result.summary)
+        issues = "; ".join(result.issues) or result.summary or "-"
+        return EvaluationCheck(name="review", status=CheckStatus.FAILED,
+                               message=t.check_review_rejected.format(issues=issues))
+    message = t.check_review_no_verdict.format(reason=result)
+    warnings.append(message)
+    return EvaluationCheck(name="review", status=CheckStatus.WARNING, message=message)

@@ -2,63 +2,99 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from app.agents.base import AgentJob
-from app.agents.workspace import StepBrief
+from app.agents.base import AgentJob, AgentResult
+from app.agents.workspace import StepBrief, WorkspaceError
 from app.clients.kotlin import TrackerError
-from app.config import Settings
-from app.graph import prompts
+from app.graph import chat, prompts, step_changes
 from app.graph.nodes._common import (
     NodeRuntime,
+    answer_context,
+    clip,
     current_goal,
     current_step,
     emit,
+    kb_env,
+    run_language,
+    task_brief,
     task_of,
 )
-from app.graph.nodes.respond import answer_context
 from app.graph.state import OrchestratorState
+from app.graph.texts import texts
 from app.kb.prefetch import prefetch_kb_context
+from app.llm.provider import LlmError
 from app.persistence.context_store import ContextStore
-from app.schemas.domain import CodingStep, StepResult, StepType
+from app.schemas.domain import CodingStep, Recovery, StepResult, StepType
 from app.schemas.kotlin import TrackerCreateIssue, TrackerUpdateIssue
 
 
-def task_brief(state: OrchestratorState, goal_index: int, step_index: int) -> dict[str, Any]:
-    """`.jervis/task.json`: who and what, for the agent and for humans reading the volume."""
-    task = task_of(state)
-    return {"id": task["id"], "client_id": task["client_id"], "project_id": task.get("project_id"),
-            "thread_id": state.get("thread_id"), "goal_index": goal_index, "step_index": step_index,
-            "client_name": state.get("client_name"), "project_name": state.get("project_name"),
-            "query": task["query"]}
+log = logging.getLogger(__name__)
+
+FINDINGS_CHARS = 1500
+CONVERSATION_CHARS = 1500
+FEEDBACK_CHARS = 3000
 
 
-def kb_env(settings: Settings, task: dict[str, Any]) -> dict[str, str]:
-    """Environment of the KB MCP server the agent may start (tenant and URLs)."""
-    return {"CLIENT_ID": task["client_id"], "PROJECT_ID": task.get("project_id") or "",
-            "KB_URL": settings.knowledgebase_url, "KB_WRITE_URL": settings.kb_write_url}
+def retry_feedback(state: OrchestratorState, step: CodingStep, language: str) -> str:
+    """What went wrong last time, for the next attempt of the same step (empty on a first attempt)."""
+    raw = state.get("recovery")
+    attempt = state.get("attempt", 1)
+    if not raw or attempt <= 1:
+        return ""
+    recovery = Recovery.model_validate(raw)
+    if (recovery.goal_index, recovery.step_index) != (state.get("current_goal_index", 0), step.index):
+        return ""
+    lines = [f"## {texts(language).retry_section.format(attempt=recovery.attempt)}", clip(recovery.failure, FEEDBACK_CHARS)]
+    if recovery.root_cause:
+        lines.append(f"Root cause: {recovery.root_cause}")
+    if recovery.hint:
+        lines.append(f"Do differently: {recovery.hint}")
+    lines.append("The workspace was reset to its state before this step.")
+    return "\n".join(lines)
+
+
+def earlier_findings(state: OrchestratorState, goal_index: int, step_index: int) -> str:
+    """What inspect / analyse steps of this goal found, for the steps after them."""
+    found = {}
+    for result in state.get("step_results", []):
+        if (result.get("goal_index", 0) == goal_index and result["step_index"] < step_index
+                and result.get("success") and result.get("findings")):
+            found[result["step_index"]] = f"- step {result['step_index'] + 1}: {result['findings']}"
+    return clip("\n".join(found[i] for i in sorted(found)), FINDINGS_CHARS)
 
 
 def render_instructions(step: CodingStep, goal: dict[str, Any], task: dict[str, Any], rules: dict[str, Any],
-                        earlier: str) -> str:
+                        earlier: str, *, findings: str = "", feedback: str = "", conversation: str = "",
+                        conditions: list[str] | None = None) -> str:
     files = "\n".join(f"- {f}" for f in step.files) or "- (decide yourself)"
     forbidden = ", ".join(rules.get("forbidden_files", [])) or "-"
-    return (
-        f"# Goal: {goal['title']}\n\n{goal.get('description', '')}\n\n"
-        f"## Step {step.index + 1}\n\n{step.instructions}\n\n"
-        f"## Files\n{files}\n\n"
+    report = ("- This step inspects or runs something: change no file; put what you found in the summary.\n"
+              if not step.expects_changes else "")
+    sections = [
+        f"# Goal: {goal['title']}\n\n{goal.get('description', '')}",
+        f"## Step {step.index + 1}\n\n{step.instructions}",
+        feedback,
+        f"## Files\n{files}",
         f"## Rules\n- Do not run git commands; the orchestrator commits after the user approves.\n"
-        f"- Never touch files matching: {forbidden}\n"
-        f"- When done, write `.jervis/result.json`: {{\"success\": bool, \"summary\": str, \"changedFiles\": [str]}}\n\n"
-        f"## Whole task\n{task['query']}\n\n"
-        + (f"## Earlier work\n{earlier}\n" if earlier else "")
-    )
+        f"- Never touch files matching: {forbidden}\n{report}"
+        + "".join(f"- The user's condition: {c}\n" for c in conditions or [])
+        + "- When done, write `.jervis/result.json`: {\"success\": bool, \"summary\": str, \"changedFiles\": [str]}",
+        f"## Whole task\n{task['query']}",
+        f"## Findings of earlier steps\n{findings}" if findings else "",
+        f"## Earlier work\n{earlier}" if earlier else "",
+        f"## Conversation\n{conversation}" if conversation else "",
+    ]
+    return "\n\n".join(part for part in sections if part) + "\n"
 
 
 async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> StepResult:
     ctx = runtime.context
     task = task_of(state)
     goal_index = state.get("current_goal_index", 0)
+    attempt = state.get("attempt", 1)
+    language = run_language(state, ctx.settings)
     workspace = ctx.workspaces.resolve(task["workspace_path"])
     kb = await prefetch_kb_context(ctx.kb, query=step.instructions[:500], client_id=task["client_id"],
                                    project_id=task.get("project_id"), files=step.files)
@@ -70,8 +106,12 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     goal = current_goal(state)
     brief = StepBrief(
         agent_type=agent,
-        instructions=render_instructions(step, goal, task, rules, earlier),
-        task=task_brief(state, goal_index, step.index),
+        instructions=render_instructions(
+            step, goal, task, rules, earlier, findings=earlier_findings(state, goal_index, step.index),
+            feedback=retry_feedback(state, step, language),
+            conversation=clip(chat.full_conversation(state), CONVERSATION_CHARS),
+            conditions=state.get("user_conditions") or []),
+        task=task_brief(state, goal_index, step.index) | {"attempt": attempt},
         kb_context=kb.text,
         environment=state.get("environment"),
         files=step.files,
@@ -83,41 +123,78 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
         thread_id=state.get("thread_id", ""), task_id=task["id"], client_id=task["client_id"],
         project_id=task.get("project_id"), goal_index=goal_index, step_index=step.index, agent_type=agent,
         workspace=workspace, timeout_seconds=ctx.settings.agent_timeouts.get(agent, 1800),
-        expect_changes=step.expects_changes,
+        expect_changes=step.expects_changes, attempt=attempt, revision=step.revision,
     )
-    emit({"type": "agent_start", "agent": agent, "goal_index": goal_index, "step_index": step.index})
+    key = step_changes.snapshot_key(job.thread_id, goal_index, step.index, step.revision)
+    base: str | None = None
+
+    async def prepare() -> None:
+        nonlocal base
+        base = await step_changes.begin_step(ctx.snapshots, workspace, key)
+        ctx.workspaces.prepare(workspace, brief)
+
+    emit({"type": "agent_start", "agent": agent, "goal_index": goal_index, "step_index": step.index,
+          "attempt": attempt})
     try:
-        result = await ctx.runner.run(job, prepare=lambda: ctx.workspaces.prepare(workspace, brief),
+        result = await ctx.runner.run(job, prepare=prepare,
                                       on_log=lambda line: emit({"type": "agent_log", "agent": agent, "line": line}))
+    except WorkspaceError:
+        raise
+    except Exception as exc:  # the runner's own trouble (API, volume) is a failed attempt the run can recover from
+        log.exception("agent %s could not run step %d.%d", agent, goal_index + 1, step.index + 1)
+        result = AgentResult(success=False, summary=f"Agent {agent} could not run: {type(exc).__name__}: {exc}")
     finally:
         ctx.workspaces.cleanup(workspace)
-    ctx.context_store.save_nowait(
-        task["id"], "agent_result", ContextStore.step_key(goal_index, step.index), result.summary,
-        {"agent": agent, "success": result.success, "exit_code": result.exit_code,
-         "changed_files": result.changed_files, "log_tail": result.log_tail},
-    )
+    if base is None:  # re-attached to an agent an earlier process started: its base is on record
+        base = await step_changes.recorded_base(ctx.snapshots, workspace, key)
+    findings = "" if step.expects_changes else clip(
+        "\n".join(part for part in (result.summary, result.log_tail[-FINDINGS_CHARS:]) if part), FINDINGS_CHARS)
+    detail = {"agent": agent, "attempt": attempt, "success": result.success, "exit_code": result.exit_code,
+              "changed_files": result.changed_files, "log_tail": result.log_tail}
+    # Awaited, not queued: a failed attempt's output is what the reflection reads next.
+    await ctx.context_store.save_safely(task["id"], "agent_result", ContextStore.step_key(goal_index, step.index),
+                                        result.summary, detail)
     return StepResult(step_index=step.index, goal_index=goal_index, success=result.success, summary=result.summary,
-                      agent_type=agent, step_type=StepType.CODE, changed_files=result.changed_files)
+                      agent_type=agent, step_type=StepType.CODE, changed_files=result.changed_files,
+                      attempt=attempt, revision=step.revision, findings=findings, title=clip(step.instructions, 120),
+                      base_tree=base)
 
 
 async def _respond(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> tuple[StepResult, str]:
+    """An answer step. An LLM failure is a failed attempt (the reflection may retry it), not a crash."""
     ctx = runtime.context
-    answer = (await ctx.llm.complete(prompts.execute_respond(
-        instructions=step.instructions, task=task_of(state)["query"], context=answer_context(state),
-        language=ctx.settings.response_language,
-    ))).strip()
-    result = StepResult(step_index=step.index, goal_index=state.get("current_goal_index", 0), success=bool(answer),
-                        summary=answer[:500] or "Empty answer", step_type=StepType.RESPOND)
-    return result, answer
+    base = {"step_index": step.index, "goal_index": state.get("current_goal_index", 0),
+            "step_type": StepType.RESPOND, "attempt": state.get("attempt", 1), "revision": step.revision,
+            "title": clip(step.instructions, 120)}
+    try:
+        answer = (await ctx.llm.complete(prompts.execute_respond(
+            instructions=step.instructions, task=task_of(state)["query"], context=answer_context(state),
+            language=run_language(state, ctx.settings),
+        ))).strip()
+    except LlmError as exc:
+        return StepResult(success=False, summary=f"LLM failed: {exc}", **base), ""
+    return StepResult(success=bool(answer), summary=answer[:500] or "Empty answer", **base), answer
+
+
+def _done_operations(state: OrchestratorState, step: CodingStep) -> set[int]:
+    """Tracker operations an earlier attempt of this step already carried out."""
+    goal_index = state.get("current_goal_index", 0)
+    return {index for r in state.get("step_results", []) if r.get("goal_index", 0) == goal_index
+            and r["step_index"] == step.index and r.get("step_type") == StepType.TRACKER
+            for index in r.get("completed_operations", [])}
 
 
 async def _tracker(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> StepResult:
+    """Tracker calls; a retry repeats only the operations that failed (an issue is never created twice)."""
     ctx = runtime.context
     task = task_of(state)
     project = state.get("jervis_project_id") or task.get("project_id")
+    completed = _done_operations(state, step)
     done: list[str] = []
     failures: list[str] = []
-    for op in step.tracker_operations:
+    for index, op in enumerate(step.tracker_operations):
+        if index in completed:
+            continue
         try:
             if op.op == "create":
                 reply = await ctx.kotlin.create_issue(TrackerCreateIssue(
@@ -132,13 +209,16 @@ async def _tracker(state: OrchestratorState, runtime: NodeRuntime, step: CodingS
                     client_id=task["client_id"], project_id=project, issue_key=op.issue_key, status=op.status,
                     comment=op.comment))
                 done.append(f"{op.op} {op.issue_key}")
+            completed.add(index)
         except TrackerError as exc:
             failures.append(str(exc))
     if not step.tracker_operations:
         failures.append("no tracker operations planned")
     summary = "; ".join(done + [f"FAILED {f}" for f in failures])
     return StepResult(step_index=step.index, goal_index=state.get("current_goal_index", 0), success=not failures,
-                      summary=summary, step_type=StepType.TRACKER)
+                      summary=summary, step_type=StepType.TRACKER, attempt=state.get("attempt", 1),
+                      revision=step.revision,
+                      title=clip(step.instructions, 120), completed_operations=sorted(completed))
 
 
 async def execute_step(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
@@ -146,8 +226,9 @@ async def execute_step(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
     updates: dict[str, Any] = {}
     if step.step_type == StepType.RESPOND:
         result, answer = await _respond(state, runtime, step)
-        previous = state.get("final_result")
-        updates["final_result"] = f"{previous}\n\n{answer}" if previous else answer
+        if answer:
+            previous = state.get("final_result")
+            updates["final_result"] = f"{previous}\n\n{answer}" if previous else answer
     elif step.step_type == StepType.TRACKER:
         result = await _tracker(state, runtime, step)
     else:

@@ -1,39 +1,41 @@
-"""finalize (spec §7.12): the final report — written by the LLM, or built from facts if it fails."""
+"""finalize (spec §7.12): the final report.
+
+A run that finished gets a report written by the LLM from the facts (or the facts themselves
+when the LLM fails or the budget is spent: a finished run never becomes an error here), plus
+the lines it must not leave out: skipped steps, warnings, the user's conditions, git. A run that
+gave up gets a deterministic report — the problem, what was finished and committed, what failed
+and what is left — and its `error` says the same in a bounded form, because that is all Kotlin
+shows of a failed run.
+"""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from app.graph import chat, prompts
-from app.graph.nodes._common import NodeRuntime, changed_files, task_of
+from app.graph import chat, prompts, report
+from app.graph.nodes._common import NodeRuntime, changed_files, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.texts import Texts, texts
+from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
 from app.llm.scope import current_scope
 
 log = logging.getLogger(__name__)
 
-GIT_NOTES = {
-    "commit_rejected": "Commit byl zamítnut uživatelem; změny zůstaly v pracovním adresáři necommitnuté.",
-    "push_rejected": "Push byl zamítnut uživatelem; commit zůstal jen lokálně ve větvi {branch}.",
-    "committed": "Změny jsou commitnuté ve větvi {branch}.",
-    "pushed": "Změny jsou commitnuté a pushnuté ve větvi {branch}.",
-    "not_a_repo": "Pracovní adresář není git repozitář; změny nebyly commitnuty.",
-    "push_failed": "Push selhal; commit zůstal jen lokálně ve větvi {branch}.",
-}
-
 
 def facts(state: OrchestratorState) -> str:
     lines = [f"Request: {task_of(state)['query']}"]
-    for result in state.get("step_results", []):
-        mark = "OK" if result.get("success") else "FAILED"
+    for result in report.done_slots(state):
         files = ", ".join(result.get("changed_files", []))
-        lines.append(f"- step {result['step_index'] + 1} [{mark}] {result['summary'][:300]}"
+        lines.append(f"- step {result['step_index'] + 1} [OK] {result['summary'][:300]}"
                      + (f" (files: {files})" if files else ""))
+    for skipped in state.get("skipped") or []:
+        lines.append(f"- step {skipped['step_index'] + 1} [SKIPPED] {skipped['title']}: {skipped['reason'][:200]}")
+    if failures := state.get("failures"):
+        lines.append(f"Failed attempts on the way: {len(failures)}")
     if state.get("branch"):
         lines.append(f"Branch: {state['branch']}")
-    if state.get("error"):
-        lines.append(f"Problem: {state['error']}")
     if count := chat.total_message_count(state):
         lines.append(f"Conversation so far: {count} messages")
     if decisions := chat.key_decisions(state, 5):
@@ -41,42 +43,75 @@ def facts(state: OrchestratorState) -> str:
     return "\n".join(lines)
 
 
-def structured_summary(state: OrchestratorState) -> str:
-    """Fallback report without the LLM: every fact, no prose."""
-    results = state.get("step_results", [])
-    ok = sum(1 for r in results if r.get("success"))
-    files = changed_files(state)
-    parts = [f"Dokončeno {ok} z {len(results)} kroků."]
-    if files:
-        parts.append(f"Změněné soubory: {', '.join(files)}.")
-    if state.get("error"):
-        parts.append(f"Problém: {state['error']}")
-    return " ".join(parts)
+def structured_summary(state: OrchestratorState, t: Texts) -> str:
+    """The report without the LLM: every fact, no prose."""
+    return " ".join(report.report_lines(state, t))
 
 
-def git_note(state: OrchestratorState) -> str:
-    note = GIT_NOTES.get(state.get("git_outcome") or "", "")
-    return note.format(branch=state.get("branch") or "-")
+GIT_NOTES = ("commit_rejected", "push_rejected", "committed", "pushed", "not_a_repo", "push_failed")
+
+
+def git_note(state: OrchestratorState, t: Texts) -> str:
+    outcome = state.get("git_outcome") or ""
+    if outcome not in GIT_NOTES:
+        return ""
+    return str(getattr(t, f"git_{outcome}")).format(branch=state.get("branch") or "-")
+
+
+def _must_say(state: OrchestratorState, t: Texts) -> list[str]:
+    """Lines an LLM-written report might drop but the user must read."""
+    lines = []
+    if skipped := state.get("skipped"):
+        lines.append(t.report_skipped.format(steps="; ".join(f"{s['step_index'] + 1}. {s['title'][:80]}"
+                                                             for s in skipped)))
+    if warnings := state.get("warnings"):
+        lines.append(t.report_warnings.format(warnings="; ".join(dict.fromkeys(warnings))))
+    if conditions := state.get("user_conditions"):
+        lines.append(t.report_conditions.format(conditions="; ".join(dict.fromkeys(conditions))))
+    return lines
 
 
 async def finalize(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
-    summary = state.get("final_result")
-    if not summary or state.get("step_results") and any(r.get("step_type") != "respond"
-                                                         for r in state["step_results"]):
-        try:
-            written = (await ctx.llm.complete(
-                prompts.finalize(facts=facts(state), language=ctx.settings.response_language))).strip()
-        except LlmError as exc:
-            log.warning("final report by LLM failed, using the structured one: %s", exc)
-            written = ""
-        summary = written or structured_summary(state)
-        if (budget := current_scope().budget) is not None and budget.total().calls:
-            summary = f"{summary}\n\nSpotřeba LLM: {budget.describe()}."
-    if note := git_note(state):
-        summary = f"{summary}\n\n{note}"
-    task = task_of(state)
-    ctx.context_store.save_nowait(task["id"], "task", "final", summary[:500],
+    language = run_language(state, ctx.settings)
+    t = texts(language)
+    halt = state.get("halt")
+    problem = halt["message"] if halt else state.get("error")
+    updates: dict[str, Any] = {"artifacts": changed_files(state)}
+    if problem:
+        lines = [t.report_problem.format(problem=problem), *report.report_lines(state, t), git_note(state, t)]
+        summary = "\n".join(line for line in lines if line)
+        updates |= {"final_result": summary, "error": report.error_text(problem, state, t)}
+    else:
+        summary = state.get("final_result") or ""
+        if not summary or state.get("step_results") and any(r.get("step_type") != "respond"
+                                                             for r in state["step_results"]):
+            summary = await _written(state, runtime, t, language)
+        summary = "\n\n".join([summary, *_must_say(state, t)])
+        if note := git_note(state, t):
+            summary = f"{summary}\n\n{note}"
+        updates["final_result"] = summary
+    ctx.context_store.save_nowait(task_of(state)["id"], "task", "final", summary[:500],
                                   {"summary": summary, "branch": state.get("branch"),
-                                   "artifacts": changed_files(state), "error": state.get("error")})
-    return {"final_result": summary, "artifacts": changed_files(state)}
+                                   "artifacts": changed_files(state), "error": updates.get("error")})
+    return updates
+
+
+async def _written(state: OrchestratorState, runtime: NodeRuntime, t: Texts, language: str) -> str:
+    """The LLM's report, or the structured one; the budget running out here is no failure."""
+    ctx = runtime.context
+    note = ""
+    try:
+        written = (await ctx.llm.complete(prompts.finalize(facts=facts(state), language=language))).strip()
+    except LlmError as exc:
+        log.warning("final report by LLM failed, using the structured one: %s", exc)
+        written = ""
+    except BudgetExceededError as exc:
+        log.warning("budget exhausted at the final report, using the structured one: %s", exc)
+        written, note = "", t.report_budget_stop.format(reason=exc)
+    summary = written or structured_summary(state, t)
+    if note:
+        summary = f"{summary}\n\n{note}"
+    if (budget := current_scope().budget) is not None and budget.total().calls:
+        summary = f"{summary}\n\n{t.report_usage.format(usage=budget.describe())}"
+    return summary

@@ -4,6 +4,11 @@ Git runs as a git-mode step of the agent entrypoint (`ALLOW_GIT=true`): in Kuber
 the git agent's image, which holds the repository credentials the orchestrator does not. The
 node re-runs from its start after every resume, so everything before an `interrupt()` is
 read-only, and the commit is idempotent (the entrypoint finds it again by its trailer).
+
+A run that gives up (`halt`) still comes here: finished work is offered for commit before the
+run ends with its error, so it is never stranded. The commit answer may carry a condition:
+a branch rule ("ano, ale ne do mastera", "ano, do větve fix/x"), more work ("ano, ale přidej
+testy": one more step runs, then the commit happens without asking again), or a note.
 """
 
 from __future__ import annotations
@@ -16,10 +21,24 @@ from langgraph.types import interrupt
 
 from app.agents.base import AgentJob, AgentResult
 from app.agents.workspace import StepBrief
-from app.graph.approval import is_approved
-from app.graph.nodes._common import NodeRuntime, changed_files, emit, task_of
-from app.graph.nodes.execute_step import kb_env, task_brief
+from app.graph.answers import read_approval
+from app.graph.approval import Modification, classify_modification
+from app.graph.nodes._common import (
+    NodeRuntime,
+    changed_files,
+    clip,
+    current_goal,
+    emit,
+    kb_env,
+    number_steps,
+    reset_step_counters,
+    run_language,
+    task_brief,
+    task_of,
+)
 from app.graph.state import OrchestratorState
+from app.graph.texts import texts
+from app.schemas.domain import CodingStep, StepType
 
 GIT_TIMEOUT_SECONDS = 300
 
@@ -33,6 +52,26 @@ def commit_message(rules: dict[str, Any], task_id: str, title: str) -> str:
     return f"{prefix} {title}".strip()[:200]
 
 
+def branch_allowed(branch: str, rules: dict[str, Any]) -> bool:
+    allowed = rules.get("allowed_branches") or []
+    return not allowed or any(fnmatch(branch, pattern) for pattern in allowed)
+
+
+def apply_branch_rule(branch: str, rule: Modification, rules: dict[str, Any], task_id: str) -> tuple[str, str | None]:
+    """The branch after the user's rule, and a warning when the rule could not be followed."""
+    if rule.target_branch:
+        if branch_allowed(rule.target_branch, rules):
+            return rule.target_branch, None
+        return branch, f"branch '{rule.target_branch}' is not among the allowed branches; used '{branch}'"
+    forbidden = rule.forbidden_branch or ""
+    if forbidden and (branch == forbidden or fnmatch(branch, forbidden)):
+        for candidate in (f"task/{task_id}", f"jervis/{task_id}"):
+            if candidate != forbidden and branch_allowed(candidate, rules):
+                return candidate, None
+        return branch, f"no allowed branch other than '{forbidden}'"
+    return branch, None
+
+
 async def run_git(state: OrchestratorState, runtime: NodeRuntime, workspace: Path,
                   action: Literal["commit", "push"], plan: dict[str, Any]) -> AgentResult:
     ctx = runtime.context
@@ -43,55 +82,98 @@ async def run_git(state: OrchestratorState, runtime: NodeRuntime, workspace: Pat
     job = AgentJob(thread_id=state.get("thread_id", ""), task_id=task["id"], client_id=task["client_id"],
                    project_id=task.get("project_id"), agent_type=agent, workspace=workspace, mode=action,
                    timeout_seconds=GIT_TIMEOUT_SECONDS)
+
+    async def prepare() -> None:
+        ctx.workspaces.prepare(workspace, brief)
+
     try:
-        return await ctx.runner.run(job, prepare=lambda: ctx.workspaces.prepare(workspace, brief),
+        return await ctx.runner.run(job, prepare=prepare,
                                     on_log=lambda line: emit({"type": "agent_log", "agent": f"git-{action}",
                                                               "line": line}))
     finally:
         ctx.workspaces.cleanup(workspace)
 
 
+def added_step(state: OrchestratorState, runtime: NodeRuntime, text: str, branch: str) -> dict[str, Any]:
+    """"ano, ale přidej testy": the commit is approved once one more step of the last goal is done."""
+    steps = list(state.get("steps") or [])
+    goal = current_goal(state)
+    step = CodingStep(instructions=text, step_type=StepType.CODE)
+    new = number_steps([step], complexity=goal.get("complexity"),
+                       preference=task_of(state).get("agent_preference", "auto"),
+                       mapping=runtime.context.settings.agent_selection, start=len(steps),
+                       revision=state.get("replans", 0))
+    return {"commit_approval": {"approved": True, "modification": text, "branch": branch},
+            "steps": steps + new, "current_step_index": len(steps), "user_conditions": [text],
+            **reset_step_counters()}
+
+
 async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
+    ctx = runtime.context
     task = task_of(state)
     rules = state.get("rules", {})
+    t = texts(run_language(state, ctx.settings))
     files = changed_files(state)
     if not files:
         return {"branch": None, "git_outcome": "no_changes", "artifacts": []}
-    branch = branch_name(rules, task["id"])
-    allowed = rules.get("allowed_branches") or []
-    if allowed and not any(fnmatch(branch, pattern) for pattern in allowed):
+    halt = state.get("halt")
+    approved_before = None if halt else state.get("commit_approval")
+    branch = approved_before["branch"] if approved_before else branch_name(rules, task["id"])
+    if not branch_allowed(branch, rules):
         return {"artifacts": files, "git_outcome": "branch_not_allowed",
-                "error": f"Větev '{branch}' neodpovídá povoleným vzorům {allowed}; změny nebyly commitnuty."}
-    workspace = runtime.context.workspaces.resolve(task["workspace_path"])
+                "error": t.git_branch_not_allowed.format(branch=branch, allowed=rules.get("allowed_branches"))}
+    workspace = ctx.workspaces.resolve(task["workspace_path"])
     if not (workspace / ".git").exists():
         return {"artifacts": files, "git_outcome": "not_a_repo"}
-
-    def user_approves(action: str, description: str) -> bool:
-        return is_approved(interrupt({
-            "type": "approval_request", "action": action, "description": description,
+    updates: dict[str, Any] = {"commit_approval": None}
+    if approved_before is None and rules.get("require_approval_commit", True):
+        description = (t.commit_gate_partial.format(problem=clip(halt["message"], 300), count=len(files),
+                                                    branch=branch)
+                       if halt else t.commit_gate.format(count=len(files), branch=branch))
+        answer = await read_approval(ctx.llm, interrupt({
+            "type": "approval_request", "action": "commit", "description": description,
             "task_id": task["id"], "branch": branch, "changed_files": files,
-        }))
-
-    if rules.get("require_approval_commit", True) and not user_approves(
-        "commit", f"Commit {len(files)} změněných souborů do větve '{branch}'"
-    ):
-        return {"branch": None, "artifacts": files, "git_outcome": "commit_rejected"}
+        }), question=description)
+        if not answer.approved:
+            return {"branch": None, "artifacts": files, "git_outcome": "commit_rejected"}
+        if answer.modification:
+            branch, more = _condition(state, runtime, answer.modification, branch, halted=halt is not None)
+            if "steps" in more:
+                return more
+            updates |= more
     title = (state.get("goals") or [{}])[0].get("title") or task["query"][:72]
     committed = await run_git(state, runtime, workspace, "commit", {
         "branch": branch, "message": commit_message(rules, task["id"], title), "files": files,
         "trailer": f"Jervis-Thread: {state.get('thread_id', task['id'])}",
     })
     if not committed.success:
-        return {"artifacts": files, "git_outcome": "commit_failed", "error": f"Commit selhal: {committed.summary}"}
-    result: dict[str, Any] = {"branch": branch, "commit_sha": committed.commit_sha, "artifacts": files,
-                              "git_outcome": "committed"}
+        return updates | {"artifacts": files, "git_outcome": "commit_failed",
+                          "error": t.git_commit_failed.format(reason=committed.summary)}
+    result: dict[str, Any] = updates | {"branch": branch, "commit_sha": committed.commit_sha, "artifacts": files,
+                                        "git_outcome": "committed"}
     if not rules.get("auto_push", False):
         return result
-    if rules.get("require_approval_push", True) and not user_approves(
-        "push", f"Push větve '{branch}' na vzdálený repozitář"
-    ):
-        return result | {"git_outcome": "push_rejected"}
+    if rules.get("require_approval_push", True):
+        description = t.push_gate.format(branch=branch)
+        answer = await read_approval(ctx.llm, interrupt({
+            "type": "approval_request", "action": "push", "description": description,
+            "task_id": task["id"], "branch": branch, "changed_files": files,
+        }), question=description)
+        if not answer.approved:
+            return result | {"git_outcome": "push_rejected"}
     pushed = await run_git(state, runtime, workspace, "push", {"branch": branch, "remote": "origin"})
     if not pushed.success:
-        return result | {"git_outcome": "push_failed", "error": f"Push selhal: {pushed.summary}"}
+        return result | {"git_outcome": "push_failed", "error": t.git_push_failed.format(branch=branch)}
     return result | {"git_outcome": "pushed"}
+
+
+def _condition(state: OrchestratorState, runtime: NodeRuntime, text: str, branch: str, *,
+               halted: bool) -> tuple[str, dict[str, Any]]:
+    """What a condition on an approved commit changes: the branch, one more step, or a note."""
+    rule = classify_modification(text)
+    if rule.kind == "branch":
+        chosen, warning = apply_branch_rule(branch, rule, state.get("rules", {}), task_of(state)["id"])
+        return chosen, {"user_conditions": [text], **({"warnings": [warning]} if warning else {})}
+    if rule.kind == "add_step" and not halted:
+        return branch, added_step(state, runtime, text, branch)
+    return branch, {"user_conditions": [text]}

@@ -5,43 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from app.graph import chat, prompts
-from app.graph.agent_selection import select_agent
 from app.graph.nodes._common import (
     NodeRuntime,
-    clarification_text,
-    evidence_text,
-    identity,
+    number_steps,
+    planning_context,
+    reset_step_counters,
+    run_language,
     task_of,
 )
 from app.graph.state import OrchestratorState
 from app.schemas.domain import CodingStep, GoalPlan, StepPlan, StepType
 
 
-def planning_context(state: OrchestratorState) -> str:
-    parts = [identity(state), state.get("project_context") or "", evidence_text(state),
-             f"User's clarification: {c}" if (c := clarification_text(state)) else ""]
-    return "\n\n".join(p for p in parts if p)
-
-
-def number_steps(steps: list[CodingStep], *, complexity: str | None, preference: str,
-                 mapping: dict[str, str]) -> list[dict[str, Any]]:
-    """Index the steps and pick the agent of each code step."""
-    numbered = []
-    for index, step in enumerate(steps):
-        step.index = index
-        if step.step_type == StepType.CODE:
-            step.agent_type = select_agent(complexity, preference, mapping)
-        numbered.append(step.model_dump(mode="json"))
-    return numbered
-
-
 async def plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
     task = task_of(state)
     action = state.get("task_action") or "respond"
-    language = ctx.settings.response_language
+    language = run_language(state, ctx.settings)
     decisions = "\n".join(chat.key_decisions(state, 10))
-    base = {"current_goal_index": 0, "current_step_index": 0}
+    base = {"current_goal_index": 0, "current_step_index": 0, **reset_step_counters()}
     if action == "respond":
         step = CodingStep(index=0, instructions=task["query"], step_type=StepType.RESPOND)
         goal = {"id": "g1", "title": task["query"][:80], "complexity": state.get("task_complexity") or "simple"}

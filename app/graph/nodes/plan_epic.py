@@ -9,37 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from app.graph import chat, prompts
-from app.graph.nodes._common import NodeRuntime, task_of
-from app.graph.nodes.plan import planning_context
+from app.graph.nodes._common import NodeRuntime, planning_context, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.schemas.domain import GoalPlan
-
-
-def dependency_waves(goals: list[dict[str, Any]]) -> list[list[str]]:
-    """Goal ids grouped in waves: a goal runs after every goal it depends on. Unknown or
-    cyclic dependencies are put in a last wave instead of blocking the plan."""
-    ids = list(dict.fromkeys(g["id"] for g in goals))
-    pending: dict[str, set[str]] = {}
-    for goal in goals:  # a dependency on an unknown id never resolves: such goals go last
-        pending.setdefault(goal["id"], set()).update(d for d in goal.get("dependencies", []) if d != goal["id"])
-    waves: list[list[str]] = []
-    done: set[str] = set()
-    while pending:
-        wave = [gid for gid in ids if gid in pending and pending[gid] <= done]
-        if not wave:
-            waves.append([gid for gid in ids if gid in pending])
-            break
-        waves.append(wave)
-        done.update(wave)
-        for gid in wave:
-            del pending[gid]
-    return waves
 
 
 async def _goals(state: OrchestratorState, runtime: NodeRuntime, node: str) -> dict[str, Any]:
     ctx = runtime.context
     task = task_of(state)
-    language = ctx.settings.response_language
+    language = run_language(state, ctx.settings)
     if node == "design":
         messages = prompts.design(query=task["query"], context=planning_context(state), language=language)
     else:

@@ -5,8 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from app.graph import prompts
-from app.graph.nodes._common import NodeRuntime, current_goal, task_of
-from app.graph.nodes.plan import number_steps, planning_context
+from app.graph.nodes._common import (
+    NodeRuntime,
+    current_goal,
+    number_steps,
+    planning_context,
+    reset_step_counters,
+    run_language,
+    task_of,
+)
 from app.graph.state import OrchestratorState
 from app.schemas.domain import StepPlan
 
@@ -28,10 +35,11 @@ async def plan_steps(state: OrchestratorState, runtime: NodeRuntime) -> dict[str
             task=task["query"],
             done_before=done_before(state),
             context=planning_context(state),
-            language=ctx.settings.response_language,
+            language=run_language(state, ctx.settings),
         ),
         StepPlan,
     )
     steps = number_steps(planned.steps, complexity=goal.get("complexity"),
-                         preference=task.get("agent_preference", "auto"), mapping=ctx.settings.agent_selection)
-    return {"steps": steps, "current_step_index": 0}
+                         preference=task.get("agent_preference", "auto"), mapping=ctx.settings.agent_selection,
+                         revision=state.get("replans", 0))
+    return {"steps": steps, "current_step_index": 0, **reset_step_counters()}

@@ -28,12 +28,27 @@ def test_job_name_is_a_dns_label_of_at_most_63_chars(task_id: str) -> None:
     assert len(name) <= 63 and DNS_LABEL.match(name), name
 
 
-def test_job_name_is_deterministic_and_distinct_per_step_mode_and_attempt() -> None:
+def test_job_name_is_deterministic_and_distinct_per_step_mode_attempt_and_revision() -> None:
     assert job_name(agent_job()) == job_name(agent_job())
     names = {job_name(agent_job(step_index=3)), job_name(agent_job(goal_index=0)), job_name(agent_job(mode="commit")),
-             job_name(agent_job(attempt=1)), job_name(agent_job(thread_id="thread-other-00000000")), job_name(agent_job())}
-    assert len(names) == 6
-    assert job_name(agent_job()).startswith("jervis-67ad0f1e2b3c4d5e6f708192-g1-s2-")
+             job_name(agent_job(attempt=2)), job_name(agent_job(thread_id="thread-other-00000000")),
+             job_name(agent_job(revision=1)), job_name(agent_job(mode="test")), job_name(agent_job())}
+    assert len(names) == 8
+
+
+@pytest.mark.parametrize(
+    ("overrides", "prefix"),
+    [
+        ({}, "jervis-67ad0f1e2b3c4d5e6f708192-g1-s2-a1-"),
+        ({"attempt": 3}, "jervis-67ad0f1e2b3c4d5e6f708192-g1-s2-a3-"),
+        ({"attempt": 2, "revision": 1}, "jervis-67ad0f1e2b3c4d5e6f708192-g1-s2-r1-a2-"),
+        ({"attempt": 2, "mode": "test"}, "jervis-67ad0f1e2b3c4d5e6f708192-g1-s2-a2-test-"),
+        ({"mode": "commit"}, "jervis-67ad0f1e2b3c4d5e6f708192-commit-"),
+    ],
+    ids=["first-attempt", "third-attempt", "replanned", "tests-of-attempt-2", "git"],
+)
+def test_job_name_carries_the_attempt_in_readable_form(overrides: dict[str, object], prefix: str) -> None:
+    assert job_name(agent_job(**overrides)).startswith(prefix)
 
 
 def test_job_spec_follows_section_10_2() -> None:
@@ -44,7 +59,9 @@ def test_job_spec_follows_section_10_2() -> None:
 
     assert body["metadata"]["namespace"] == "agents"
     assert body["metadata"]["labels"] == {"app": "jervis-agent", "agent-type": "aider",
-                                          "task-id": "67ad0f1e2b3c4d5e6f708192", "jervis-mode": "agent"}
+                                          "task-id": "67ad0f1e2b3c4d5e6f708192", "jervis-mode": "agent",
+                                          "jervis-thread": "thread-67ad0f1e2b3c4d5e6f708192-1a2b3c4d",
+                                          "jervis-step": "g1-s2-r0", "jervis-attempt": "1"}
     spec = body["spec"]
     assert (spec["backoffLimit"], spec["ttlSecondsAfterFinished"], spec["activeDeadlineSeconds"]) == (0, 300, 600)
     pod = spec["template"]["spec"]
@@ -59,6 +76,7 @@ def test_job_spec_follows_section_10_2() -> None:
     plain = {name: e["value"] for name, e in env.items() if "value" in e}
     assert plain["WORKSPACE_PATH"] == "/opt/jervis/data/clients/c1/p1" and plain["ALLOW_GIT"] == "false"
     assert {"TASK_ID", "CLIENT_ID", "PROJECT_ID", "OLLAMA_URL", "KNOWLEDGEBASE_URL"} <= set(plain)
+    assert plain["JERVIS_MODE"] == "agent" and plain["JERVIS_ATTEMPT"] == "1"
     secret = env["ANTHROPIC_API_KEY"]
     assert "value" not in secret  # by reference, never inline
     assert secret["valueFrom"]["secretKeyRef"] == {"key": "ANTHROPIC_API_KEY", "name": "jervis-agent-secrets",
@@ -70,3 +88,11 @@ def test_git_jobs_allow_git_and_run_the_entrypoints_git_mode() -> None:
     env = {e["name"]: e.get("value") for e in body["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["ALLOW_GIT"] == "true" and env["JERVIS_MODE"] == "git"
     assert body["metadata"]["labels"]["jervis-mode"] == "push"
+
+
+def test_test_jobs_run_the_entrypoints_test_mode_without_agent_secrets() -> None:
+    body = ApiClient().sanitize_for_serialization(build_job(Settings(), agent_job(mode="test", attempt=2)))
+    env = {e["name"]: e for e in body["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["JERVIS_MODE"]["value"] == "test" and env["ALLOW_GIT"]["value"] == "false"
+    assert env["JERVIS_ATTEMPT"]["value"] == "2"
+    assert not [name for name, e in env.items() if "valueFrom" in e]  # the project's tests get no API keys

@@ -7,7 +7,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -38,10 +38,11 @@ def job(workspace: Path, timeout: float = 30) -> AgentJob:
                     workspace=workspace, timeout_seconds=timeout)
 
 
-def hand_over(manager: WorkspaceManager, workspace: Path, instructions: str) -> Callable[[], object]:
+def hand_over(manager: WorkspaceManager, workspace: Path, instructions: str) -> Callable[[], Awaitable[None]]:
     """The runner's `prepare`: writes the hand-over files when the agent is about to start."""
-    return lambda: manager.prepare(workspace, StepBrief(agent_type="command", instructions=instructions,
-                                                        task={"id": "t1"}))
+    async def prepare() -> None:
+        manager.prepare(workspace, StepBrief(agent_type="command", instructions=instructions, task={"id": "t1"}))
+    return prepare
 
 
 def runner(manager: WorkspaceManager, command: list[str] | None = None) -> LocalRunner:
@@ -178,8 +179,9 @@ async def test_run_passes_every_output_line_to_on_log(manager: WorkspaceManager,
     lines: list[str] = []
     result = await runner(manager).run(job(repo), on_log=lines.append, prepare=hand_over(
         manager, repo, file_block("a.py", "a = 1") + "\n" + file_block("b.py", "b = 2")))
-    agent_lines = [line for line in lines if not line.startswith("[jervis-entrypoint]")]
+    agent_lines = [line for line in lines if not line.startswith(("[jervis-entrypoint]", "instructions| "))]
     assert agent_lines[0].startswith("scripted agent: ") and agent_lines[1:] == ["wrote a.py", "wrote b.py"]
+    assert "instructions| <<<FILE a.py" in lines  # the scripted agent echoes what it was told
     assert result.log_tail.splitlines() == lines
 
 

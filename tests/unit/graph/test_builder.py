@@ -7,27 +7,16 @@ the LocalRunner with the built-in scripted agent.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from app.agents.local import LocalRunner
-from app.agents.workspace import WorkspaceManager
-from app.clients.knowledge_base import KnowledgeBaseClient
-from app.clients.kotlin import KotlinClient
-from app.config import Settings
 from app.graph.builder import NODE_NAMES, build_graph
 from app.graph.context import RunContext
-from app.llm.provider import LitellmProvider
-from app.persistence.context_store import COLLECTION_NAME, ContextStore
-from app.runs.manager import initial_state
-from app.schemas.kotlin import OrchestrateRequest
 from tests.fixtures.llm_server import RecordedRequest, Reply
+from tests.unit.graph.graph_support import matched, nodes_of, start
 from tests.support import (
     advice_script,
     classification,
@@ -46,46 +35,6 @@ REJECTED = "Plán byl zamítnut uživatelem; nic nebylo provedeno."
 def test_node_names_contain_every_node_of_the_spec() -> None:
     assert SPEC_NODES <= NODE_NAMES
     assert set(build_graph().nodes) == NODE_NAMES
-
-
-@pytest.fixture
-async def ctx(llm: Any, kb: Any, kotlin: Any, mongo_db: Any, tmp_path: Path) -> AsyncIterator[RunContext]:
-    settings = Settings(ollama_url=llm.url, local_model="test-model", heartbeat_dead_seconds=10,
-                        knowledgebase_url=kb.url, kotlin_server_url=kotlin.url, data_root=tmp_path,
-                        kb_timeout_seconds=2, response_language="cs")
-    store = ContextStore(mongo_db[COLLECTION_NAME])
-    await store.setup()
-    workspaces = WorkspaceManager(tmp_path)
-    async with httpx.AsyncClient() as http:
-        yield RunContext(
-            settings=settings, llm=LitellmProvider(settings),
-            kb=KnowledgeBaseClient(http, kb.url, kb.url, timeout=2), kotlin=KotlinClient(http, kotlin.url),
-            context_store=store, runner=LocalRunner(workspaces, settings), workspaces=workspaces,
-        )
-        await store.drain()
-
-
-@pytest.fixture
-def graph() -> Any:
-    return build_graph().compile(checkpointer=InMemorySaver())
-
-
-def start(query: str, **overrides: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    request = OrchestrateRequest.model_validate(orchestrate_body(query=query, **overrides))
-    thread_id = f"thread-{request.task_id}-0000abcd"
-    return initial_state(request, thread_id), {"configurable": {"thread_id": thread_id}, "recursion_limit": 150}
-
-
-def matched(llm: Any) -> list[str | None]:
-    return [r.matched for r in llm.requests]
-
-
-async def nodes_of(graph: Any, value: Any, config: dict[str, Any], ctx: RunContext) -> list[str]:
-    """Names of the nodes that ran, in order (from the "updates" stream)."""
-    names = []
-    async for update in graph.astream(value, config, context=ctx, stream_mode="updates"):
-        names += list(update)
-    return names
 
 
 # --------------------------------------------------------------------- advice

@@ -12,6 +12,11 @@ CODE = {"step_type": "code"}
 RESPOND = {"step_type": "respond"}
 TRACKER = {"step_type": "tracker"}
 GOAL = {"id": "g1", "title": "Goal"}
+HALT = {"kind": "exhausted", "message": "step 1 failed 3 times"}
+
+
+def _decided(action: str, **state: Any) -> dict[str, Any]:
+    return {"recovery": {"action": action, "failure": "x"}, **state}
 
 
 @pytest.mark.parametrize(
@@ -64,8 +69,9 @@ def test_route_after_plan_follows_error_goals_and_step_types(state: dict[str, An
 
 @pytest.mark.parametrize(
     ("state", "expected"),
-    [({"steps": [CODE]}, "execute_step"), ({"steps": []}, "finalize"), ({}, "finalize")],
-    ids=["has-steps", "no-steps", "steps-missing"],
+    [({"steps": [CODE]}, "execute_step"), ({"steps": []}, "finalize"), ({}, "finalize"),
+     ({"steps": [CODE], "halt": HALT}, "git_operations")],
+    ids=["has-steps", "no-steps", "steps-missing", "halted"],
 )
 def test_route_after_plan_steps_executes_only_when_steps_exist(state: dict[str, Any], expected: str) -> None:
     assert routing.route_after_plan_steps(state) == expected
@@ -79,8 +85,9 @@ def test_route_after_plan_steps_executes_only_when_steps_exist(state: dict[str, 
         ({"goals": [GOAL], "final_result": "Plán byl zamítnut"}, "finalize"),
         ({"goals": []}, "finalize"),
         ({}, "finalize"),
+        (_decided("replanning", goals=[GOAL]), "replan"),
     ],
-    ids=["approved", "error", "rejected", "no-goals", "empty-state"],
+    ids=["approved", "error", "rejected", "no-goals", "empty-state", "refused-with-a-reason"],
 )
 def test_route_after_approval_continues_only_with_goals_and_no_result(state: dict[str, Any], expected: str) -> None:
     assert routing.route_after_approval(state) == expected
@@ -93,7 +100,8 @@ def _evaluated(acceptable: bool, **state: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("state", "expected"),
     [
-        (_evaluated(False, steps=[CODE, CODE], current_step_index=0), "finalize"),
+        (_evaluated(False, steps=[CODE, CODE], current_step_index=0), "reflect"),
+        (_evaluated(True, steps=[CODE, CODE], current_step_index=0, halt=HALT), "git_operations"),
         (_evaluated(True, steps=[CODE, CODE], current_step_index=0, goals=[GOAL]), "advance_step"),
         (_evaluated(True, steps=[CODE, CODE], current_step_index=1, goals=[GOAL, GOAL], current_goal_index=0),
          "advance_goal"),
@@ -103,8 +111,8 @@ def _evaluated(acceptable: bool, **state: Any) -> dict[str, Any]:
         (_evaluated(True, steps=[CODE], goals=[GOAL]), "git_operations"),
         (_evaluated(True), "git_operations"),
     ],
-    ids=["not-acceptable", "more-steps", "last-step-more-goals", "indices-default-to-0", "last-step-last-goal",
-         "single-step-single-goal", "nothing-left"],
+    ids=["not-acceptable-reflects", "halted", "more-steps", "last-step-more-goals", "indices-default-to-0",
+         "last-step-last-goal", "single-step-single-goal", "nothing-left"],
 )
 def test_route_after_evaluate_advances_step_then_goal_then_git(state: dict[str, Any], expected: str) -> None:
     assert routing.route_after_evaluate(state) == expected
@@ -114,3 +122,58 @@ def test_route_after_evaluate_advances_step_then_goal_then_git(state: dict[str, 
 def test_route_after_evaluate_raises_value_error_when_no_evaluation(state: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="evaluation"):
         routing.route_after_evaluate(state)
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        (_decided("retry", steps=[CODE]), "execute_step"),
+        (_decided("retry_modified", steps=[CODE]), "execute_step"),
+        (_decided("replanning", steps=[CODE]), "replan"),
+        (_decided("ask_user", steps=[CODE]), "ask_user"),
+        (_decided("skip_step", steps=[CODE, CODE], current_step_index=0, goals=[GOAL]), "advance_step"),
+        (_decided("skip_step", steps=[CODE], goals=[GOAL, GOAL]), "advance_goal"),
+        (_decided("skip_step", steps=[CODE], goals=[GOAL]), "git_operations"),
+        (_decided("stop", halt=HALT), "git_operations"),
+        (_decided("retry", halt=HALT), "git_operations"),
+    ],
+    ids=["retry", "retry-modified", "replan", "ask", "skip-to-next-step", "skip-to-next-goal", "skip-last-step",
+         "stop", "halt-wins"],
+)
+def test_route_recovery_acts_on_the_decision(state: dict[str, Any], expected: str) -> None:
+    assert routing.route_recovery(state) == expected
+
+
+@pytest.mark.parametrize("state", [{}, _decided("stop")], ids=["no-decision", "stop-without-halt"])
+def test_route_recovery_raises_value_error_on_an_impossible_state(state: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        routing.route_recovery(state)
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [({"task_category": "epic"}, "approve_plan"), ({"task_category": "generative"}, "approve_plan"),
+     ({"task_category": "single_task"}, "execute_step"), ({"task_category": "epic", "halt": HALT}, "git_operations")],
+    ids=["epic-asks-again", "design-asks-again", "single-task-continues", "halted"],
+)
+def test_route_after_replan_sends_replanned_epics_back_to_their_gate(state: dict[str, Any], expected: str) -> None:
+    assert routing.route_after_replan(state) == expected
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [({"halt": HALT}, "git_operations"), ({}, "evaluate")],
+    ids=["halted", "evaluate"],
+)
+def test_route_after_execute_evaluates_unless_halted(state: dict[str, Any], expected: str) -> None:
+    assert routing.route_after_execute(state) == expected
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [({"commit_approval": {"approved": True, "branch": "task/t"}}, "execute_step"), ({"commit_approval": None}, "finalize"),
+     ({}, "finalize")],
+    ids=["approved-with-an-added-step", "committed", "nothing-pending"],
+)
+def test_route_after_git_runs_the_step_the_user_added_before_finishing(state: dict[str, Any], expected: str) -> None:
+    assert routing.route_after_git(state) == expected

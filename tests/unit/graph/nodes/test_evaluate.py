@@ -1,4 +1,5 @@
-"""Step evaluation (app/graph/nodes/evaluate.py): success, forbidden files, changed-file budget."""
+"""Step evaluation (app/graph/nodes/evaluate.py): success, forbidden files, changed-file budget.
+Tests and review run in the end-to-end suites (tests/integration/test_recovery.py)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ def test_evaluate_result_fails_with_the_summary_when_step_failed() -> None:
     assert evaluation.acceptable is False
     check = evaluation.checks[0]
     assert (check.name, check.status, check.message) == ("success", CheckStatus.FAILED, "agent crashed")
+    assert evaluation.feedback == "agent crashed"  # what the reflection and the next attempt read
 
 
 @pytest.mark.parametrize("forbidden", ["deploy/prod.env", "secrets/api-key.txt"])
@@ -66,13 +68,19 @@ def test_evaluate_result_blocks_when_a_forbidden_file_changed(forbidden: str) ->
     assert forbidden in check.message and "app/main.py" not in check.message
 
 
-def test_evaluate_result_only_warns_when_too_many_files_changed() -> None:
+def test_evaluate_result_fails_the_step_when_too_many_files_changed() -> None:
     files = [f"src/f{i}.py" for i in range(4)]
     evaluation = evaluate_result(_result(files=files), DEFAULT_RULES | {"max_changed_files": 3})
-    assert evaluation.acceptable is True
+    assert evaluation.acceptable is False
     check = next(c for c in evaluation.checks if c.name == "max_changed_files")
-    assert check.status == CheckStatus.WARNING
-    assert "4 files changed (limit 3)" in check.message
+    assert check.status == CheckStatus.FAILED
+    assert "4 files changed, at most 3 allowed: narrow the change" in check.message
+    assert evaluation.feedback == check.message
+
+
+def test_evaluate_result_writes_feedback_in_the_run_language() -> None:
+    evaluation = evaluate_result(_result(files=["a.env"]), DEFAULT_RULES, "cs")
+    assert evaluation.feedback == "Změněny zakázané soubory: a.env. Tyto soubory neměň."
 
 
 def test_evaluate_result_passes_budget_when_exactly_at_the_limit() -> None:
@@ -85,6 +93,5 @@ def test_evaluate_result_uses_default_budget_of_20_when_rules_are_empty() -> Non
     assert _status(evaluate_result(_result(files=[f"f{i}" for i in range(20)]), {}), "max_changed_files") \
         == CheckStatus.PASSED
     over = evaluate_result(_result(files=[f"f{i}" for i in range(21)]), {})
-    assert _status(over, "max_changed_files") == CheckStatus.WARNING
+    assert _status(over, "max_changed_files") == CheckStatus.FAILED
     assert _status(over, "forbidden_files") == CheckStatus.PASSED  # no patterns without rules
-    assert over.acceptable is True

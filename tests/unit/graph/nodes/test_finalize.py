@@ -6,26 +6,31 @@ from typing import Any
 
 import pytest
 
-from app.graph.nodes.finalize import GIT_NOTES, git_note, structured_summary
+from app.graph.nodes.finalize import git_note, structured_summary
+from app.graph.texts import CS, EN
 
 
-def _step(index: int, success: bool, files: list[str]) -> dict[str, Any]:
-    return {"step_index": index, "success": success, "summary": f"step {index}", "changed_files": files}
+def _step(index: int, success: bool, files: list[str], attempt: int = 1) -> dict[str, Any]:
+    return {"step_index": index, "success": success, "summary": f"step {index}", "changed_files": files,
+            "attempt": attempt}
 
 
-def test_structured_summary_counts_steps_and_lists_files_of_successful_steps() -> None:
-    state = {"task": {"id": "t", "query": "q"}, "step_results": [
-        _step(0, True, ["app/a.py", "app/b.py"]), _step(1, False, ["app/failed.py"]), _step(2, True, ["app/a.py"])]}
-    assert structured_summary(state) == "Dokončeno 2 z 3 kroků. Změněné soubory: app/a.py, app/b.py."
+def test_structured_summary_counts_steps_once_and_lists_files_of_successful_steps() -> None:
+    state = {"task": {"id": "t", "query": "q"}, "git_outcome": "committed", "branch": "task/t", "commit_sha": "a" * 40,
+             "step_results": [_step(0, True, ["app/a.py", "app/b.py"]), _step(1, False, ["app/failed.py"]),
+                              _step(1, True, ["app/c.py"], attempt=2), _step(2, True, ["app/a.py"])]}
+    assert structured_summary(state, CS) == ("Dokončeno 3 z 3 kroků. Změněné soubory: app/a.py, app/b.py, app/c.py. "
+                                             "Větev task/t, commit aaaaaaaaaaaa.")
 
 
-def test_structured_summary_reports_the_problem_when_state_has_error() -> None:
-    state = {"step_results": [_step(0, False, [])], "error": "Krok 1 cíle 1 neprošel: boom"}
-    assert structured_summary(state) == "Dokončeno 0 z 1 kroků. Problém: Krok 1 cíle 1 neprošel: boom"
+def test_structured_summary_says_when_finished_work_is_not_committed() -> None:
+    state = {"step_results": [_step(0, True, ["a.py"])]}
+    assert structured_summary(state, EN) == ("Completed 1 of 1 steps. Changed files: a.py. "
+                                             "The finished work stays uncommitted in the workspace.")
 
 
 def test_structured_summary_handles_a_run_without_steps() -> None:
-    assert structured_summary({}) == "Dokončeno 0 z 0 kroků."
+    assert structured_summary({}, CS) == "Dokončeno 0 z 0 kroků."
 
 
 @pytest.mark.parametrize(
@@ -35,12 +40,16 @@ def test_structured_summary_handles_a_run_without_steps() -> None:
         ("pushed", "task/t1", "Změny jsou commitnuté a pushnuté ve větvi task/t1."),
         ("push_rejected", "task/t1", "Push byl zamítnut uživatelem; commit zůstal jen lokálně ve větvi task/t1."),
         ("push_failed", "task/t1", "Push selhal; commit zůstal jen lokálně ve větvi task/t1."),
-        ("commit_rejected", None, GIT_NOTES["commit_rejected"]),
-        ("not_a_repo", None, GIT_NOTES["not_a_repo"]),
+        ("commit_rejected", None, CS.git_commit_rejected),
+        ("not_a_repo", None, CS.git_not_a_repo),
         ("committed", None, "Změny jsou commitnuté ve větvi -."),
         ("no_changes", None, ""),
         (None, None, ""),
     ],
 )
 def test_git_note_describes_the_git_outcome(outcome: str | None, branch: str | None, expected: str) -> None:
-    assert git_note({"git_outcome": outcome, "branch": branch}) == expected
+    assert git_note({"git_outcome": outcome, "branch": branch}, CS) == expected
+
+
+def test_git_note_follows_the_language() -> None:
+    assert git_note({"git_outcome": "committed", "branch": "task/t1"}, EN) == "The changes are committed on branch task/t1."

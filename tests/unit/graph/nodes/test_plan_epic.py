@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.graph.nodes.plan_epic import dependency_waves
+from app.graph.goals import dependency_waves
 
 
 def goal(gid: str, *deps: str) -> dict[str, Any]:

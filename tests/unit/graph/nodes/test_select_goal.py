@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.graph.nodes.select_goal import order_for_dependencies
+from app.graph.goals import order_for_dependencies
 
 
 def goal(gid: str, *deps: str) -> dict[str, Any]:

@@ -1,0 +1,72 @@
+"""Classifying a request (spec §7.1): the model's answer, held to deterministic rules.
+
+An answer that stays invalid after the repair round falls back to the rules of
+`app/graph/intent.py` instead of silently becoming advice; an imperative code request on a
+project with a workspace is never treated as a mere question, and a plain question is never
+turned into work; only issue keys that really occur in the request or the conversation are kept.
+Used by the intake node and by `bench/intake.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from app.graph import intent, prompts
+from app.llm.provider import Llm, LlmJsonError
+from app.schemas.domain import Classification, Complexity, TaskAction, TaskCategory
+
+log = logging.getLogger(__name__)
+
+#: How a classification the deterministic rules overruled starts its reasoning.
+RULE = "rule:"
+#: What an external reference looks like: an issue key (ABC-12), a number (#12) or a link.
+REF_SHAPE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9_]*-\d+|#\d+|https?://\S+)$")
+
+
+def fallback_classification(query: str, workspace: bool) -> Classification:
+    """When the model gave no usable answer: a code request goes to planning, anything else is
+    answered (and the report says the classification fell back)."""
+    code = workspace and intent.starts_with_code_verb(query) and not intent.looks_like_question(query)
+    return Classification(
+        task_category=TaskCategory.SINGLE_TASK if code else TaskCategory.ADVICE,
+        task_action=TaskAction.CODE if code else TaskAction.RESPOND,
+        complexity=Complexity.MEDIUM if code else Complexity.SIMPLE,
+        reasoning="deterministic fallback: the model's classification could not be read",
+    )
+
+
+def literal_refs(refs: list[str], *texts: str) -> list[str]:
+    """Issue keys the model returned that really occur in the request or the conversation and look
+    like references (a small model also lists file names), once each, case-insensitively."""
+    haystack = "\n".join(texts).lower()
+    kept: dict[str, str] = {}
+    for ref in (r.strip() for r in refs):
+        if REF_SHAPE.match(ref) and ref.lower() in haystack:
+            kept.setdefault(ref.lower(), ref)
+    return list(kept.values())[:10]
+
+
+async def classify(llm: Llm, *, query: str, context: str, recent: str, clarification: str | None, language: str,
+                   workspace: bool) -> tuple[Classification, list[str]]:
+    """The request's classification and the warnings the report must carry."""
+    messages = prompts.intake(query=query, context=context, recent=recent, clarification=clarification,
+                              language=language)
+    warnings: list[str] = []
+    try:
+        result = await llm.complete_json(messages, Classification, max_tokens=400)
+    except LlmJsonError as exc:
+        log.warning("intake: no usable classification (%s); using the deterministic rules", exc)
+        result = fallback_classification(query, workspace)
+        warnings.append(f"classification fallback ({result.task_category}/{result.task_action}): {exc}")
+    if (result.task_category == TaskCategory.ADVICE and workspace and intent.asks_for_code_change(query)
+            and not intent.looks_like_question(query)):
+        log.info("intake: the model said advice for an imperative code request; planning it as code")
+        result.reasoning = f"{RULE} a code request (the model said advice: {result.reasoning})"
+        result.task_category, result.task_action = TaskCategory.SINGLE_TASK, TaskAction.CODE
+    elif result.task_category != TaskCategory.ADVICE and intent.is_plain_question(query):
+        log.info("intake: the model said %s for a plain question; answering it", result.task_category)
+        result.reasoning = f"{RULE} a question (the model said {result.task_category}: {result.reasoning})"
+        result.task_category, result.task_action = TaskCategory.ADVICE, TaskAction.RESPOND
+    result.external_refs = literal_refs(result.external_refs, query, recent, clarification or "")
+    return result, warnings

@@ -1,0 +1,39 @@
+"""Expected failures inside the work loop become a halt, not a crash.
+
+Once work has started, a budget that runs out or a planner whose model keeps failing must not
+strand finished goals: the node returns `halt`, routing goes to git_operations (the finished
+work is offered for commit) and finalize reports. Anything else still propagates.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from app.graph.nodes._common import NodeRuntime, run_language
+from app.graph.state import OrchestratorState
+from app.graph.texts import texts
+from app.llm.budget import BudgetExceededError
+from app.llm.provider import LlmError
+
+log = logging.getLogger(__name__)
+
+Node = Callable[[OrchestratorState, NodeRuntime], Awaitable[dict[str, Any]]]
+
+
+def halting(node: Node) -> Node:
+    @functools.wraps(node)
+    async def guarded(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
+        try:
+            return await node(state, runtime)
+        except BudgetExceededError as exc:
+            t = texts(run_language(state, runtime.context.settings))
+            log.warning("%s: budget exhausted, the run stops: %s", node.__name__, exc)
+            return {"halt": {"kind": "budget", "message": t.halt_budget.format(reason=exc)}}
+        except LlmError as exc:
+            t = texts(run_language(state, runtime.context.settings))
+            log.warning("%s: the LLM failed, the run stops: %s", node.__name__, exc)
+            return {"halt": {"kind": "llm", "message": t.halt_llm.format(node=node.__name__, reason=exc)}}
+    return guarded

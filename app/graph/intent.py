@@ -1,0 +1,102 @@
+"""Deterministic reading of a request: its language and whether it asks for a code change.
+
+A small local model misroutes plain code requests ("Add a subtract(a, b) function to calc.py"
+came back as advice, answered in Czech). These rules are the floor under the model: they
+repair a classification that failed, and overrule "advice" for an imperative code request on a
+project that has a workspace. They are deliberately narrow; everything else is the model's call.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_CZECH_LETTERS = re.compile(r"[ěščřžůťďňĚŠČŘŽŮŤĎŇ]")
+_CZECH_WORDS = frozenset("""
+    a aby ale ano bez by co do i jak je jsem jsou k kde kdy ktery ktera ktere mi muzes na ne nebo neni
+    o od po pro proc prosim s se si ta tak te to tu u uz v ve z za ze jen jeste taky tedy
+    pridej oprav uprav zmen udelej napis vytvor smaz odstran prejmenuj implementuj refaktoruj doplň dopln
+    funkci soubor souboru tridu metodu chybu testy
+""".split())
+_ENGLISH_WORDS = frozenset("""
+    a an and are as be but by can could do does for from how i in into is it make of on or please
+    should that the this to was what when where which why will with would you your
+    add fix implement change refactor rename remove delete update write create function file class
+    method bug tests test
+""".split())
+
+#: Verbs that, at the start of a request, ask for a change to the project (folded: no diacritics).
+_CODE_VERBS = frozenset("""
+    add fix implement change refactor rename remove delete update write create modify replace move
+    extract convert migrate introduce rewrite
+    pridej oprav implementuj zmen uprav refaktoruj prejmenuj odstran smaz aktualizuj napis vytvor
+    nahrad presun dopln predelej prepis zaved
+""".split())
+_POLITE = frozenset("please prosim pls kindly can could would you muzes mohl mohla bys".split())
+#: Something in the project the request names: a file, a call, a code noun.
+_CODE_OBJECT = re.compile(
+    r"\b[\w./-]+\.[a-z]{1,5}\b|\w+\(|\b(?:function|method|class|endpoint|test|tests|bug|api|module|field|"
+    r"funkc\w*|metod\w*|trid\w*|endpoint\w*|test\w*|chyb\w*|modul\w*|pole|atribut\w*)\b",
+    re.IGNORECASE,
+)
+_QUESTION_START = frozenset("""
+    what how why when where which who is are can could does do explain describe tell
+    co jak proc kdy kde ktery ktera ktere kdo je jsou muze muzes vysvetli popis rekni
+""".split())
+
+
+def fold(text: str) -> str:
+    """Lower case without diacritics, so "Přidej" and "pridej" read the same."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z]+", fold(text))
+
+
+def detect_language(text: str, default: str = "en") -> str:
+    """"cs" or "en" from letters and common words; `default` when the text says nothing."""
+    if _CZECH_LETTERS.search(text):
+        return "cs"
+    words = _words(text)
+    czech = sum(word in _CZECH_WORDS for word in words)
+    english = sum(word in _ENGLISH_WORDS for word in words)
+    if czech == english:
+        return default
+    return "cs" if czech > english else "en"
+
+
+def _leading_verb(text: str) -> str | None:
+    """The first word after polite openers ("please", "could you", "prosím")."""
+    for word in _words(text)[:6]:
+        if word not in _POLITE:
+            return word
+    return None
+
+
+def asks_for_code_change(text: str) -> bool:
+    """An imperative request to change the project: it starts with a code verb and names
+    something in the code ("Add a subtract(a, b) function to calc.py", "Oprav chybu v login.py")."""
+    verb = _leading_verb(text)
+    return verb in _CODE_VERBS and _CODE_OBJECT.search(text) is not None
+
+
+def starts_with_code_verb(text: str) -> bool:
+    """Weaker than `asks_for_code_change`: only the leading verb (used when the model gave nothing)."""
+    return _leading_verb(text) in _CODE_VERBS
+
+
+def looks_like_question(text: str) -> bool:
+    stripped = text.strip()
+    return stripped.endswith("?") or _leading_verb(stripped) in _QUESTION_START
+
+
+def is_plain_question(text: str) -> bool:
+    """A question and nothing else: a question word first, a question mark last, and no sentence
+    that starts with a code verb ("Jak funguje funkce add v calc.py?" is one; "Why does it fail?
+    Fix it." is not)."""
+    stripped = text.strip()
+    sentences = [s for s in re.split(r"[.!?\n]+", stripped) if s.strip()]
+    return (stripped.endswith("?") and _leading_verb(stripped) in _QUESTION_START
+            and not any(_leading_verb(sentence) in _CODE_VERBS for sentence in sentences))

@@ -1,0 +1,109 @@
+"""reflect (spec 000, ReflectionEngine): a step failed — why, and what now?
+
+The LLM reads the step, the failure (failing tests, review issues, forbidden files), the agent's
+summary and last output, the diff stat and the attempt number, and answers with spec 000's keys.
+`app/graph/recovery.py` holds its suggestion to the caps; without a readable answer it falls
+back (first failure: retry with the raw failure; then ask the user). Skipping, replanning and
+stopping undo the failed step's changes here, so a later commit holds only finished work.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from app.graph import prompts, recovery, step_changes
+from app.graph.nodes._common import NodeRuntime, clip, current_step, emit, run_language, task_of
+from app.graph.state import FailureRecord, OrchestratorState, SkipRecord
+from app.graph.texts import texts
+from app.llm.budget import BudgetExceededError
+from app.llm.provider import LlmError
+from app.persistence.context_store import ContextStore
+from app.schemas.domain import CodingStep, Evaluation, Recovery, RecoveryAction, Reflection
+
+log = logging.getLogger(__name__)
+
+OUTPUT_TAIL_CHARS = 1500
+
+
+async def agent_output(store: ContextStore, task_id: str, goal_index: int, step_index: int) -> str:
+    """The failed attempt's last output (execute_step stored it); nothing when the store is down."""
+    try:
+        entry = await store.get(task_id, "agent_result", ContextStore.step_key(goal_index, step_index))
+    except Exception:
+        log.warning("the agent's output is not available for the reflection", exc_info=True)
+        return ""
+    return str((entry.detail if entry else {}).get("log_tail", ""))[-OUTPUT_TAIL_CHARS:]
+
+
+def history(state: OrchestratorState, limit: int = 3) -> str:
+    return "\n".join(f"- step {f['goal_index'] + 1}.{f['step_index'] + 1} attempt {f['attempt']}: "
+                     f"{clip(f['reason'], 150)} → {f['action']}" for f in (state.get("failures") or [])[-limit:])
+
+
+async def apply_decision(state: OrchestratorState, runtime: NodeRuntime, decision: Recovery) -> dict[str, Any]:
+    """State changes of a recovery decision (shared by reflect and ask_user)."""
+    step = CodingStep.model_validate(current_step(state))
+    last = state["step_results"][-1]
+    record: FailureRecord = {"goal_index": decision.goal_index, "step_index": decision.step_index,
+                             "attempt": decision.attempt, "title": clip(step.instructions, 120),
+                             "reason": clip(decision.failure, 300), "action": decision.action.value}
+    updates: dict[str, Any] = {"recovery": decision.model_dump(mode="json"), "failures": [record]}
+    if decision.action in recovery.RETRIES:
+        return updates | {"attempt": decision.attempt + 1}
+    if decision.action in (RecoveryAction.SKIP_STEP, RecoveryAction.REPLANNING, RecoveryAction.STOP):
+        workspace = runtime.context.workspaces.resolve(task_of(state)["workspace_path"])
+        undone = await step_changes.discard(runtime.context.snapshots, workspace, last.get("base_tree"))
+        if undone:
+            log.info("undid the failed step's changes: %s", ", ".join(undone[:10]))
+    if decision.action == RecoveryAction.SKIP_STEP:
+        skip: SkipRecord = {"goal_index": decision.goal_index, "step_index": decision.step_index,
+                            "title": clip(step.instructions, 120), "reason": clip(decision.failure, 300)}
+        updates["skipped"] = [skip]
+    elif decision.action == RecoveryAction.STOP:
+        t = texts(run_language(state, runtime.context.settings))
+        template = t.halt_user_stop if decision.source == "user" else t.halt_exhausted
+        message = template.format(step=decision.step_index + 1, goal=decision.goal_index + 1,
+                                  attempts=decision.attempt, reason=clip(decision.failure, 300))
+        updates["halt"] = {"kind": "user_stop" if decision.source == "user" else "exhausted", "message": message}
+    return updates
+
+
+async def reflect(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
+    ctx = runtime.context
+    step = CodingStep.model_validate(current_step(state))
+    last = state["step_results"][-1]
+    evaluation = Evaluation.model_validate(state.get("evaluation") or {"acceptable": False})
+    attempt = state.get("attempt", 1)
+    goal_index = state.get("current_goal_index", 0)
+    caps = recovery.Caps.from_settings(ctx.settings)
+    failure = evaluation.feedback or last.get("summary", "") or "the step failed"
+    task = task_of(state)
+    output = await agent_output(ctx.context_store, task["id"], goal_index, step.index) \
+        if last.get("step_type") == "code" else ""
+    stat = ""
+    if last.get("base_tree"):
+        stat = await step_changes.diff(ctx.snapshots, ctx.workspaces.resolve(task["workspace_path"]),
+                                       last["base_tree"], stat=True)
+    suggestion: Reflection | None = None
+    try:
+        suggestion = await ctx.llm.complete_json(prompts.reflect(
+            step=clip(step.instructions, 1500), attempt=attempt, max_attempts=caps.max_attempts,
+            failure=failure, agent_summary=clip(last.get("summary", ""), 500), output_tail=output,
+            diff_stat=stat, history=history(state), critical=step.critical,
+            language=run_language(state, ctx.settings)), Reflection, max_tokens=600)
+    except LlmError as exc:
+        log.warning("reflection without an LLM verdict (%s): deterministic fallback", exc)
+    except BudgetExceededError as exc:
+        t = texts(run_language(state, ctx.settings))
+        return {"halt": {"kind": "budget", "message": t.halt_budget.format(reason=exc)}}
+    facts = recovery.FailedStep(goal_index=goal_index, step_index=step.index, attempt=attempt,
+                                critical=step.critical, extra_attempts=state.get("extra_attempts", 0),
+                                cap_asked=state.get("cap_asked", False), replans=state.get("replans", 0),
+                                questions=state.get("questions", 0))
+    decision = recovery.decide(suggestion, facts, caps, failure=failure)
+    emit({"type": "reflection", **decision.model_dump(mode="json", exclude={"failure"}),
+          "failure": clip(failure, 500)})
+    log.info("reflection on step %d.%d attempt %d: %s (%s%s)", goal_index + 1, step.index + 1, attempt,
+             decision.action.value, decision.source, f"; {decision.note}" if decision.note else "")
+    return await apply_decision(state, runtime, decision)

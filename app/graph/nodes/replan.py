@@ -1,0 +1,77 @@
+"""replan: plan what is left again, with the failure (or the user's reason) as context.
+
+A single task replans the rest of the current goal (its done steps stay done). An epic or a
+generated design replans its remaining goals (finished goals stay finished) and goes through
+its approval gate again; a plan gate refused with a reason ("ne, udělej to bez nové
+závislosti") lands here too. RECOVERY_MAX_REPLANS caps both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.graph import progress, prompts
+from app.graph.nodes._common import (
+    NodeRuntime,
+    clip,
+    current_goal,
+    number_steps,
+    planning_context,
+    reset_step_counters,
+    run_language,
+    task_of,
+)
+from app.graph.state import OrchestratorState
+from app.schemas.domain import GoalPlan, Recovery, StepPlan
+
+GOAL_LEVEL = frozenset({"epic", "generative"})
+
+
+def replans_goals(state: OrchestratorState) -> bool:
+    """Epics and designs replan their remaining goals; single tasks the rest of the goal."""
+    return state.get("task_category") in GOAL_LEVEL
+
+
+def _why(decision: Recovery) -> str:
+    parts = [decision.failure]
+    if decision.root_cause:
+        parts.append(f"Root cause: {decision.root_cause}")
+    if decision.hint:
+        parts.append(f"Suggestion: {decision.hint}")
+    return clip("\n".join(parts), 3000)
+
+
+async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
+    ctx = runtime.context
+    decision = Recovery.model_validate(state["recovery"])
+    task = task_of(state)
+    language = run_language(state, ctx.settings)
+    replans = state.get("replans", 0) + 1
+    common = {"replans": replans, "recovery": None, **reset_step_counters(),
+              "progress_floor": progress.monotonic(0.0, state, "replan")}
+    if replans_goals(state):
+        index = state.get("current_goal_index", 0)
+        finished = [g for g in state.get("goals", [])[:index]]
+        summaries = "\n".join(f"- {s['title']}: {clip(s['summary'], 200)}" for s in state.get("goal_summaries", []))
+        plan = await ctx.llm.complete_json(prompts.replan_goals(
+            task=task["query"], finished=summaries or "-", failure=_why(decision),
+            context=planning_context(state), language=language), GoalPlan)
+        taken = {g["id"] for g in finished}
+        fresh = []
+        for goal in plan.goals:  # a new goal never takes a finished goal's id
+            while goal.id in taken:
+                goal.id = f"{goal.id}-r{replans}"
+            taken.add(goal.id)
+            fresh.append(goal.model_dump(mode="json"))
+        return common | {"goals": finished + fresh, "steps": [], "current_step_index": 0,
+                         "replan_reason": clip(decision.failure, 200)}
+    goal = current_goal(state)
+    done = state.get("steps", [])[: state.get("current_step_index", 0)]
+    done_text = "\n".join(f"- {clip(s['instructions'], 200)}" for s in done) or "-"
+    planned = await ctx.llm.complete_json(prompts.replan_steps(
+        goal=f"{goal['title']}\n{goal.get('description', '')}", task=task["query"], done=done_text,
+        failure=_why(decision), context=planning_context(state), language=language), StepPlan)
+    steps = number_steps(planned.steps, complexity=goal.get("complexity"),
+                         preference=task.get("agent_preference", "auto"), mapping=ctx.settings.agent_selection,
+                         start=len(done), revision=replans)
+    return common | {"steps": done + steps, "current_step_index": len(done)}

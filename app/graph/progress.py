@@ -1,0 +1,75 @@
+"""How far a run is, in percent, from the state at a node's start (progress pushes, /status).
+
+Before the work: fixed marks for classification and planning (0–10). The work itself spans
+10–90: goals share it equally, a goal's steps share the goal's part, and a step moves within its
+share with every execute / evaluate phase of every attempt (k phases → k/(k+2) of the step, so a
+retry moves forward, never back, and never past the step). Git operations are 92; the final
+report of a run that succeeds is 100. A replan can shrink the done fraction (more steps than
+before): the caller keeps the highest value reported (`progress_floor` in the state survives a
+restart), so the number never decreases within a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.graph.texts import Texts
+
+_BEFORE_WORK = {"intake": 2.0, "clarify": 3.0, "evidence_pack": 5.0, "plan": 8.0, "plan_epic": 8.0,
+                "design": 8.0, "approve_plan": 10.0, "respond": 50.0}
+_AFTER_ATTEMPT = frozenset({"evaluate", "reflect", "ask_user", "replan"})
+_STEP_DONE = frozenset({"advance_step", "advance_goal"})
+WORK_START, WORK_END, GIT, DONE = 10.0, 90.0, 92.0, 100.0
+
+
+def work_fraction(state: Mapping[str, Any], node: str) -> float:
+    """0..1: goals done plus the current goal's share."""
+    goals = state.get("goals") or []
+    total_goals = max(1, len(goals))
+    goal = min(int(state.get("current_goal_index") or 0), total_goals)
+    steps = state.get("steps") or []
+    within = 0.0
+    if steps and goal < total_goals:
+        step = min(int(state.get("current_step_index") or 0), len(steps))
+        if node in _STEP_DONE:
+            partial = 1.0
+        else:
+            attempt = max(1, int(state.get("attempt") or 1))
+            phases = 2 * (attempt - 1) + (1 if node in _AFTER_ATTEMPT else 0)
+            partial = phases / (phases + 2)
+        within = min(1.0, (step + partial) / len(steps))
+    return min(1.0, (goal + within) / total_goals)
+
+
+def percent(state: Mapping[str, Any], node: str) -> float:
+    """The raw percent at the start of `node` (the caller applies the never-decrease rule)."""
+    if node in _BEFORE_WORK and not (node == "plan" and state.get("steps")):
+        return _BEFORE_WORK[node]
+    if node == "git_operations":
+        return GIT
+    if node == "finalize":
+        failed = state.get("error") or state.get("halt")
+        return GIT if failed else DONE
+    return round(WORK_START + (WORK_END - WORK_START) * work_fraction(state, node), 1)
+
+
+def monotonic(previous: float, state: Mapping[str, Any], node: str) -> float:
+    """`percent`, never below what was already reported (this segment's or a replan's floor)."""
+    return max(previous, float(state.get("progress_floor") or 0.0), percent(state, node))
+
+
+def message(state: Mapping[str, Any], node: str, t: Texts) -> str:
+    """The progress message of a node start, with where the run stands (goal, step, attempt)."""
+    goals, steps = state.get("goals") or [], state.get("steps") or []
+    attempt = int(state.get("attempt") or 1)
+    fields = {"goal": int(state.get("current_goal_index") or 0) + 1, "goals": max(1, len(goals)),
+              "step": int(state.get("current_step_index") or 0) + 1, "steps": max(1, len(steps)),
+              "attempt": attempt}
+    retry = node == "execute_step" and attempt > 1
+    text = str(t.node_execute_retry if retry else getattr(t, f"node_{node}", node)).format(**fields)
+    decision = state.get("recovery") or {}
+    why = decision.get("root_cause") or decision.get("hint") or decision.get("failure") or ""
+    if retry and why:  # the reflection's conclusion reaches Kotlin with the retry
+        text = f"{text.rstrip('…')}: {' '.join(str(why).split())[:120]}"
+    return text

@@ -1,0 +1,97 @@
+"""The honest account of a run: what was finished, skipped, failed and is left, and where the
+work is (branch, commit). finalize writes it into the report and the error text; the run
+manager uses the same lines when a run is cancelled or crashes, so Kotlin (which shows only
+the `error` text of a failed run) always learns what was done before the failure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.graph.texts import Texts
+
+#: Kotlin shows the error text in the chat: long enough for the facts, short enough to read.
+ERROR_TEXT_LIMIT = 1500
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def done_slots(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The last successful result of every (goal, step): retried steps count once."""
+    done: dict[tuple[int, int], dict[str, Any]] = {}
+    for result in state.get("step_results") or []:
+        if result.get("success") and not result.get("skipped"):
+            done[(result.get("goal_index", 0), result["step_index"])] = result
+    return list(done.values())
+
+
+def changed_files(state: Mapping[str, Any]) -> list[str]:
+    """Files changed by successful steps, in first-seen order (what a commit may stage)."""
+    seen: dict[str, None] = {}
+    for result in state.get("step_results") or []:
+        if result.get("success") and not result.get("skipped"):
+            for path in result.get("changed_files", []):
+                seen.setdefault(path, None)
+    return list(seen)
+
+
+def attempted_slots(state: Mapping[str, Any]) -> int:
+    return len({(r.get("goal_index", 0), r["step_index"]) for r in state.get("step_results") or []})
+
+
+def finished_goal_titles(state: Mapping[str, Any]) -> list[str]:
+    return [str(s.get("title", "")) for s in state.get("goal_summaries") or []]
+
+
+def left_over(state: Mapping[str, Any]) -> list[str]:
+    """Unfinished steps of the current goal, then the goals not started."""
+    goals = state.get("goals") or []
+    index = int(state.get("current_goal_index") or 0)
+    finished = {s.get("goal_id") for s in state.get("goal_summaries") or []}
+    done = {(r.get("goal_index", 0), r["step_index"]) for r in done_slots(state)}
+    skipped = {(s["goal_index"], s["step_index"]) for s in state.get("skipped") or []}
+    left: list[str] = []
+    if index < len(goals) and goals[index].get("id") not in finished:
+        for step in state.get("steps") or []:
+            key = (index, int(step.get("index", 0)))
+            if key not in done and key not in skipped:
+                left.append(_clip(step.get("instructions", ""), 60))
+    left += [_clip(g.get("title", ""), 60) for g in goals[index + 1:] if g.get("id") not in finished]
+    return left
+
+
+def report_lines(state: Mapping[str, Any], t: Texts, *, include_failure: bool = True) -> list[str]:
+    lines = [t.report_done_steps.format(ok=len(done_slots(state)), total=attempted_slots(state))]
+    if goals := finished_goal_titles(state):
+        lines.append(t.report_finished_goals.format(goals=", ".join(_clip(g, 60) for g in goals)))
+    if files := changed_files(state):
+        lines.append(t.report_files.format(files=", ".join(files)))
+    if skipped := state.get("skipped"):
+        lines.append(t.report_skipped.format(steps="; ".join(
+            f"{s['goal_index'] + 1}.{s['step_index'] + 1} {_clip(s['title'], 50)} ({_clip(s['reason'], 80)})"
+            for s in skipped)))
+    failures = state.get("failures") or []
+    if include_failure and failures and (state.get("halt") or state.get("error")):
+        last = failures[-1]
+        what = f"{last['goal_index'] + 1}.{last['step_index'] + 1} {_clip(last['title'], 50)}"
+        lines.append(t.report_failed.format(what=what, reason=_clip(last["reason"], 200)))
+    if left := left_over(state):
+        lines.append(t.report_left.format(what="; ".join(left[:8]) + ("…" if len(left) > 8 else "")))
+    if state.get("commit_sha") and state.get("branch"):
+        lines.append(t.report_branch.format(branch=state["branch"], sha=str(state["commit_sha"])[:12]))
+    elif changed_files(state) and state.get("git_outcome") not in ("commit_rejected", "not_a_repo"):
+        lines.append(t.report_not_committed)
+    if warnings := state.get("warnings"):
+        lines.append(t.report_warnings.format(warnings="; ".join(dict.fromkeys(_clip(w, 160) for w in warnings))))
+    if conditions := state.get("user_conditions"):
+        lines.append(t.report_conditions.format(conditions="; ".join(dict.fromkeys(conditions))))
+    return lines
+
+
+def error_text(problem: str, state: Mapping[str, Any], t: Texts, *, limit: int = ERROR_TEXT_LIMIT) -> str:
+    """The `error` of a failed run: the problem first, then what was done and what is left."""
+    facts = " ".join(report_lines(state, t, include_failure=False)) if state.get("step_results") else ""
+    return _clip(f"{problem.rstrip('.')}. {facts}" if facts else problem, limit)

@@ -1,0 +1,77 @@
+"""A step's changes to the workspace: its starting point, its diff, and undoing it.
+
+Every step records the workspace's content when it first starts (a git tree, see
+`app/agents/snapshots.py`); a retry, a skip, a replan or a stop puts the workspace back there,
+so a new attempt starts from the same state as the first and only finished work is ever
+offered for commit. Workspaces that are not the top of a git repository have no snapshot: a
+retry then works on top of the failed attempt (the report says nothing was undone).
+Snapshot trouble never fails a run: it is logged and the step goes on without an undo.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from app.agents.snapshots import SnapshotError, WorkspaceSnapshots
+
+log = logging.getLogger(__name__)
+
+DIFF_CHARS = 12_000
+STAT_CHARS = 1_500
+
+
+def snapshot_key(thread_id: str, goal_index: int, step_index: int, revision: int) -> str:
+    """One key per step of one plan revision; every attempt of the step shares it."""
+    return f"{thread_id}-g{goal_index}-s{step_index}-r{revision}"
+
+
+async def begin_step(snapshots: WorkspaceSnapshots, workspace: Path, key: str) -> str | None:
+    """Called just before a new agent process or Job starts: the step's base tree (recorded on
+    the first attempt, found again on later ones or after a restart) with the workspace reset
+    to it. None when the workspace has no snapshot."""
+    try:
+        if not await snapshots.is_repository(workspace):
+            return None
+        snapshot = await snapshots.ensure(workspace, key)
+        if not snapshot.created:
+            undone = await snapshots.restore(workspace, snapshot.tree)
+            if undone:
+                log.info("workspace reset to the step's start (%d path(s)): %s", len(undone), ", ".join(undone[:10]))
+        return snapshot.tree
+    except SnapshotError as exc:
+        log.warning("no snapshot of %s, the step cannot be undone: %s", workspace, exc)
+        return None
+
+
+async def recorded_base(snapshots: WorkspaceSnapshots, workspace: Path, key: str) -> str | None:
+    """The base an earlier process recorded (re-attached agents never ran `begin_step` here)."""
+    try:
+        return await snapshots.recorded(workspace, key)
+    except SnapshotError as exc:
+        log.warning("could not read the step's snapshot: %s", exc)
+        return None
+
+
+async def discard(snapshots: WorkspaceSnapshots, workspace: Path, base: str | None) -> list[str]:
+    """Undo the step: the workspace as it was before the step's first attempt (idempotent)."""
+    if not base:
+        return []
+    try:
+        return await snapshots.restore(workspace, base)
+    except SnapshotError as exc:
+        log.warning("could not undo the step's changes in %s: %s", workspace, exc)
+        return []
+
+
+async def diff(snapshots: WorkspaceSnapshots, workspace: Path, base: str | None, *, stat: bool = False) -> str:
+    """The step's unified diff (for the review) or its diff stat (for the reflection); "" without a base."""
+    if not base:
+        return ""
+    try:
+        if stat:
+            return await snapshots.diff_stat(workspace, base, max_chars=STAT_CHARS)
+        return await snapshots.diff(workspace, base, max_chars=DIFF_CHARS)
+    except SnapshotError as exc:
+        log.warning("no diff of the step: %s", exc)
+        return ""

@@ -1,0 +1,385 @@
+"""Test command detection (app/agents/test_command.py) on real temporary workspaces."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from app.agents.test_command import (
+    MAX_FILE_BYTES,
+    TestCommand,
+    command_from_environment,
+    detect_test_command,
+    resolve_test_command,
+)
+
+PYTEST = ["python3", "-m", "pytest", "-q"]
+
+
+def write(workspace: Path, rel: str, content: str | bytes = "") -> Path:
+    """Create a file (and its directories) in the workspace."""
+    path = workspace / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def detected(workspace: Path) -> tuple[list[str] | None, str] | None:
+    """argv and source of the detected command (detection only ever yields argv commands)."""
+    command = detect_test_command(workspace)
+    return None if command is None else (command.argv, command.source)
+
+
+# ------------------------------------------------------------------ TestCommand
+def test_shell_command_is_a_string_in_test_json() -> None:
+    command = TestCommand(shell="make lint && make test", source="request environment")
+    assert command.json_command() == "make lint && make test"
+    assert command.label() == "make lint && make test"
+
+
+def test_argv_command_is_a_list_in_test_json_and_its_label_is_shell_quoted() -> None:
+    command = TestCommand(argv=["pytest", "-k", "not slow"], source="request environment")
+    assert command.json_command() == ["pytest", "-k", "not slow"]
+    assert command.label() == "pytest -k 'not slow'"
+
+
+def test_label_is_one_short_line() -> None:
+    command = TestCommand(shell="make \\\n  test " + "x" * 500, source="request environment")
+    assert "\n" not in command.label() and len(command.label()) == 200 and command.label().endswith("…")
+
+
+@pytest.mark.parametrize("fields", [
+    {"argv": ["make", "test"], "shell": "make test"},  # both
+    {},  # neither
+    {"shell": "  "},
+    {"argv": []},
+    {"argv": ["", "test"]},
+])
+def test_command_needs_exactly_one_non_empty_form(fields: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        TestCommand(source="x", **fields)
+
+
+def test_command_is_frozen() -> None:
+    command = TestCommand(shell="make test", source="x")
+    with pytest.raises(ValidationError):
+        command.shell = "rm -rf /"  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------- Makefile
+@pytest.mark.parametrize("rule", ["test:", "test :", "test::", "test: lint unit", "check test:", "test\t: all"])
+def test_makefile_with_a_test_target_gives_make_test(tmp_path: Path, rule: str) -> None:
+    write(tmp_path, "Makefile", f"all:\n\t@echo all\n\n{rule}\n\t@echo testing\n")
+    assert detected(tmp_path) == (["make", "test"], "Makefile target test")
+
+
+@pytest.mark.parametrize("name", ["makefile", "GNUmakefile"])
+def test_other_makefile_names_count_too(tmp_path: Path, name: str) -> None:
+    write(tmp_path, name, "test:\n\t@true\n")
+    assert detected(tmp_path) == (["make", "test"], f"{name} target test")
+
+
+@pytest.mark.parametrize("line", ["test := unit", "test ::= unit", "test:=unit", "test ?= unit", ".PHONY: test",
+                                  "tests:", "mytest:", "TEST:", "\t@echo test: done", "# test:"])
+def test_makefile_without_a_test_rule_gives_nothing(tmp_path: Path, line: str) -> None:
+    write(tmp_path, "Makefile", f"all:\n\t@true\n{line}\n")
+    assert detect_test_command(tmp_path) is None
+
+
+def test_gnumakefile_hides_the_makefile_as_it_does_for_make(tmp_path: Path) -> None:
+    """make reads only GNUmakefile here, so the Makefile's test target would not run."""
+    write(tmp_path, "GNUmakefile", "all:\n\t@true\n")
+    write(tmp_path, "Makefile", "test:\n\t@true\n")
+    assert detect_test_command(tmp_path) is None
+
+
+# ----------------------------------------------------------------------- pytest
+@pytest.mark.parametrize(("rel", "content", "source"), [
+    ("pytest.ini", "[pytest]\n", "pytest configuration in pytest.ini"),
+    ("conftest.py", "", "pytest configuration in conftest.py"),
+    ("pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-q'\n", "pytest configuration in pyproject.toml"),
+    ("pyproject.toml", "[tool.pytest]\nminversion = '9.0'\n", "pytest configuration in pyproject.toml"),
+    ("setup.cfg", "[metadata]\nname = x\n\n[tool:pytest]\ntestpaths = tests\n", "pytest configuration in setup.cfg"),
+    ("tox.ini", "[tox]\nenvlist = py311\n\n[pytest]\naddopts = -q\n", "pytest configuration in tox.ini"),
+])
+def test_pytest_configuration_gives_pytest(tmp_path: Path, rel: str, content: str, source: str) -> None:
+    write(tmp_path, rel, content)
+    assert detected(tmp_path) == (PYTEST, source)
+
+
+@pytest.mark.parametrize(("rel", "source"), [
+    ("tests/test_app.py", "Python tests in tests/"),
+    ("test/app_test.py", "Python tests in test/"),
+    ("tests/unit/api/test_routes.py", "Python tests in tests/"),
+])
+def test_python_test_files_in_a_tests_directory_give_pytest(tmp_path: Path, rel: str, source: str) -> None:
+    write(tmp_path, rel, "def test_x():\n    assert True\n")
+    assert detected(tmp_path) == (PYTEST, source)
+
+
+@pytest.mark.parametrize("rel", ["tests/helpers.py", "tests/data/test_input.json", "tests/.cache/test_x.py",
+                                 "src/test_app.py", "test_app.py"])
+def test_python_files_that_are_not_tests_in_a_tests_directory_give_nothing(tmp_path: Path, rel: str) -> None:
+    write(tmp_path, rel, "x = 1\n")
+    assert detect_test_command(tmp_path) is None
+
+
+@pytest.mark.parametrize(("rel", "content"), [
+    ("pyproject.toml", "[project]\nname = 'x'\n\n[tool.ruff]\nline-length = 120\n"),
+    ("pyproject.toml", "tool = 'pytest'\n"),
+    ("setup.cfg", "[tool:pytest-watch]\nrunner = x\n"),
+    ("tox.ini", "[testenv]\ncommands = pytest\n"),
+])
+def test_python_configuration_without_pytest_gives_nothing(tmp_path: Path, rel: str, content: str) -> None:
+    write(tmp_path, rel, content)
+    assert detect_test_command(tmp_path) is None
+
+
+@pytest.mark.parametrize(("venvs", "python"), [
+    ([".venv"], ".venv/bin/python"),
+    (["venv"], "venv/bin/python"),
+    ([".venv", "venv"], ".venv/bin/python"),
+])
+def test_pytest_uses_the_workspace_virtualenv(tmp_path: Path, venvs: list[str], python: str) -> None:
+    write(tmp_path, "pytest.ini", "[pytest]\n")
+    for venv in venvs:
+        write(tmp_path, f"{venv}/bin/python", "#!/bin/sh\n")
+    assert detected(tmp_path) == ([python, "-m", "pytest", "-q"], "pytest configuration in pytest.ini")
+
+
+def test_pytest_ignores_a_virtualenv_whose_python_link_is_broken(tmp_path: Path) -> None:
+    """A venv made on another machine points at a Python that is not here."""
+    write(tmp_path, "pytest.ini", "[pytest]\n")
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").symlink_to("/nonexistent/python3.12")
+    assert detected(tmp_path) == (PYTEST, "pytest configuration in pytest.ini")
+
+
+# -------------------------------------------------------------------------- npm
+def test_package_json_test_script_gives_npm_test(tmp_path: Path) -> None:
+    write(tmp_path, "package.json", json.dumps({"name": "x", "scripts": {"test": "jest --ci"}}))
+    assert detected(tmp_path) == (["npm", "test"], "package.json scripts.test")
+
+
+@pytest.mark.parametrize("package", [
+    {"scripts": {"test": 'echo "Error: no test specified" && exit 1'}},  # what `npm init` writes
+    {"scripts": {"build": "tsc"}},
+    {"scripts": {"test": ""}},
+    {"scripts": {"test": ["jest"]}},
+    {"scripts": "jest"},
+    {"name": "x"},
+    ["scripts", "test"],
+])
+def test_package_json_without_a_real_test_script_gives_nothing(tmp_path: Path, package: Any) -> None:
+    write(tmp_path, "package.json", json.dumps(package))
+    assert detect_test_command(tmp_path) is None
+
+
+# ------------------------------------------------------------- JVM, Go and Rust
+def test_gradle_wrapper_gives_gradlew_test(tmp_path: Path) -> None:
+    write(tmp_path, "gradlew", "#!/bin/sh\n")
+    write(tmp_path, "build.gradle.kts", "")
+    assert detected(tmp_path) == (["./gradlew", "test"], "gradlew")
+
+
+@pytest.mark.parametrize("name", ["build.gradle", "build.gradle.kts"])
+def test_gradle_build_without_wrapper_gives_gradle_test(tmp_path: Path, name: str) -> None:
+    write(tmp_path, name, "")
+    assert detected(tmp_path) == (["gradle", "test"], name)
+
+
+def test_pom_gives_mvn_test(tmp_path: Path) -> None:
+    write(tmp_path, "pom.xml", "<project/>")
+    assert detected(tmp_path) == (["mvn", "-q", "test"], "pom.xml")
+
+
+def test_pom_with_maven_wrapper_gives_mvnw_test(tmp_path: Path) -> None:
+    write(tmp_path, "pom.xml", "<project/>")
+    write(tmp_path, "mvnw", "#!/bin/sh\n")
+    assert detected(tmp_path) == (["./mvnw", "-q", "test"], "pom.xml with mvnw")
+
+
+def test_maven_wrapper_without_pom_gives_nothing(tmp_path: Path) -> None:
+    write(tmp_path, "mvnw", "#!/bin/sh\n")
+    assert detect_test_command(tmp_path) is None
+
+
+def test_go_module_gives_go_test_of_all_packages(tmp_path: Path) -> None:
+    write(tmp_path, "go.mod", "module example.com/x\n")
+    assert detected(tmp_path) == (["go", "test", "./..."], "go.mod")
+
+
+def test_cargo_manifest_gives_cargo_test(tmp_path: Path) -> None:
+    write(tmp_path, "Cargo.toml", "[package]\nname = 'x'\n")
+    assert detected(tmp_path) == (["cargo", "test"], "Cargo.toml")
+
+
+def test_workspace_without_any_signal_gives_nothing(tmp_path: Path) -> None:
+    write(tmp_path, "README.md", "# x\n")
+    write(tmp_path, "src/main.py", "print('x')\n")
+    assert detect_test_command(tmp_path) is None
+
+
+@pytest.mark.parametrize("name", ["missing", "a-file"])
+def test_workspace_that_is_not_a_directory_gives_nothing(tmp_path: Path, name: str) -> None:
+    write(tmp_path, "a-file", "x")
+    assert detect_test_command(tmp_path / name) is None
+
+
+# ------------------------------------------------------------------- precedence
+def test_make_test_wins_over_pytest(tmp_path: Path) -> None:
+    write(tmp_path, "Makefile", "test:\n\tpytest\n")
+    write(tmp_path, "pytest.ini", "[pytest]\n")
+    assert detected(tmp_path) == (["make", "test"], "Makefile target test")
+
+
+def test_makefile_without_test_target_falls_through_to_pytest(tmp_path: Path) -> None:
+    write(tmp_path, "Makefile", "build:\n\t@true\n")
+    write(tmp_path, "pytest.ini", "[pytest]\n")
+    assert detected(tmp_path) == (PYTEST, "pytest configuration in pytest.ini")
+
+
+def test_pytest_wins_over_npm(tmp_path: Path) -> None:
+    write(tmp_path, "tests/test_x.py", "")
+    write(tmp_path, "package.json", json.dumps({"scripts": {"test": "jest"}}))
+    assert detected(tmp_path) == (PYTEST, "Python tests in tests/")
+
+
+def test_npm_wins_over_gradle(tmp_path: Path) -> None:
+    write(tmp_path, "package.json", json.dumps({"scripts": {"test": "jest"}}))
+    write(tmp_path, "gradlew", "#!/bin/sh\n")
+    assert detected(tmp_path) == (["npm", "test"], "package.json scripts.test")
+
+
+def test_gradle_wins_over_maven(tmp_path: Path) -> None:
+    write(tmp_path, "build.gradle", "")
+    write(tmp_path, "pom.xml", "<project/>")
+    assert detected(tmp_path) == (["gradle", "test"], "build.gradle")
+
+
+def test_maven_wins_over_go(tmp_path: Path) -> None:
+    write(tmp_path, "pom.xml", "<project/>")
+    write(tmp_path, "go.mod", "module x\n")
+    assert detected(tmp_path) == (["mvn", "-q", "test"], "pom.xml")
+
+
+def test_go_wins_over_cargo(tmp_path: Path) -> None:
+    write(tmp_path, "go.mod", "module x\n")
+    write(tmp_path, "Cargo.toml", "[package]\n")
+    assert detected(tmp_path) == (["go", "test", "./..."], "go.mod")
+
+
+# ------------------------------------------------------------------ environment
+def test_environment_string_is_a_shell_command() -> None:
+    command = command_from_environment({"namespace": "env-x", "testCommand": "npm run test:unit -- --ci"})
+    assert command == TestCommand(shell="npm run test:unit -- --ci", source="request environment")
+
+
+def test_environment_list_is_an_argv() -> None:
+    command = command_from_environment({"testCommand": ["./gradlew", "check"]})
+    assert command == TestCommand(argv=["./gradlew", "check"], source="request environment")
+
+
+def test_environment_snake_case_key_is_accepted() -> None:
+    assert command_from_environment({"test_command": "make check"}) == TestCommand(
+        shell="make check", source="request environment")
+
+
+def test_environment_camel_case_key_wins_over_snake_case() -> None:
+    command = command_from_environment({"test_command": "make check", "testCommand": "make test"})
+    assert command is not None and command.shell == "make test"
+
+
+@pytest.mark.parametrize("value", [None, "", "   ", [], [""], ["make", 1], 42, True, {"run": "make test"}])
+def test_environment_without_a_usable_test_command_gives_nothing(value: Any) -> None:
+    assert command_from_environment({"testCommand": value}) is None
+
+
+@pytest.mark.parametrize("environment", [None, {}, ["testCommand", "make test"], "make test"])
+def test_missing_or_malformed_environment_gives_nothing(environment: Any) -> None:
+    assert command_from_environment(environment) is None
+
+
+def test_resolve_prefers_the_environment_over_detection(tmp_path: Path) -> None:
+    write(tmp_path, "Makefile", "test:\n\t@true\n")
+    command = resolve_test_command({"testCommand": "make integration-test"}, tmp_path)
+    assert command == TestCommand(shell="make integration-test", source="request environment")
+
+
+def test_resolve_falls_back_to_detection(tmp_path: Path) -> None:
+    write(tmp_path, "Makefile", "test:\n\t@true\n")
+    command = resolve_test_command({"testCommand": ""}, tmp_path)
+    assert command == TestCommand(argv=["make", "test"], source="Makefile target test")
+
+
+def test_resolve_without_environment_or_signal_gives_nothing(tmp_path: Path) -> None:
+    assert resolve_test_command(None, tmp_path) is None
+
+
+# -------------------------------------------------------------------- odd files
+def test_invalid_package_json_is_no_signal(tmp_path: Path) -> None:
+    write(tmp_path, "package.json", '{"scripts": {"test": "jest",}')
+    write(tmp_path, "go.mod", "module x\n")
+    assert detected(tmp_path) == (["go", "test", "./..."], "go.mod")
+
+
+def test_deeply_nested_package_json_is_no_signal(tmp_path: Path) -> None:
+    write(tmp_path, "package.json", "[" * 100_000 + "]" * 100_000)
+    assert detect_test_command(tmp_path) is None
+
+
+@pytest.mark.parametrize("content", [
+    "[tool.pytest.ini_options\naddopts = '-q'\n",  # not TOML
+    b"\x00\xff\xfe[tool.pytest.ini_options]\x00",  # binary
+    "a = " + "[" * 100_000 + "]" * 100_000,  # nesting deeper than the parser's recursion
+])
+def test_unparsable_pyproject_is_no_signal(tmp_path: Path, content: str | bytes) -> None:
+    write(tmp_path, "pyproject.toml", content)
+    assert detect_test_command(tmp_path) is None
+
+
+def test_binary_makefile_is_no_signal(tmp_path: Path) -> None:
+    write(tmp_path, "Makefile", bytes(range(256)) * 16)
+    assert detect_test_command(tmp_path) is None
+
+
+def test_makefile_too_large_to_be_one_is_not_read(tmp_path: Path) -> None:
+    write(tmp_path, "Makefile", "# filler\n" * (MAX_FILE_BYTES // 9 + 1) + "test:\n\t@true\n")
+    assert detect_test_command(tmp_path) is None
+
+
+def test_non_utf8_setup_cfg_still_gives_its_pytest_section(tmp_path: Path) -> None:
+    write(tmp_path, "setup.cfg", "[metadata]\nauthor = Jos\xe9\n[tool:pytest]\n".encode("latin-1"))
+    assert detected(tmp_path) == (PYTEST, "pytest configuration in setup.cfg")
+
+
+@pytest.mark.parametrize("name", ["Makefile", "package.json", "pyproject.toml", "go.mod"])
+def test_build_file_that_is_a_directory_is_no_signal(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).mkdir()
+    assert detect_test_command(tmp_path) is None
+
+
+def test_build_file_that_is_a_fifo_is_not_read(tmp_path: Path) -> None:
+    """Reading a FIFO would block until someone writes to it."""
+    os.mkfifo(tmp_path / "Makefile")
+    os.mkfifo(tmp_path / "package.json")
+    assert detect_test_command(tmp_path) is None
+
+
+@pytest.mark.parametrize("target", ["/nonexistent/Makefile", "Makefile"])  # dangling, and a loop to itself
+def test_build_file_that_is_a_bad_symlink_is_no_signal(tmp_path: Path, target: str) -> None:
+    (tmp_path / "Makefile").symlink_to(target)
+    assert detect_test_command(tmp_path) is None
+
+
+def test_tests_entry_that_is_a_file_is_no_signal(tmp_path: Path) -> None:
+    write(tmp_path, "tests", "test_x.py\n")
+    assert detect_test_command(tmp_path) is None
