@@ -197,6 +197,8 @@ class Settings(BaseSettings):
     """Agent attempts per step, the first included. When they are used up the user is asked once (retry with a hint, skip, replan or stop); after that the run stops."""
     recovery_max_replans: int = Field(default=2, ge=0)
     """Replannings per run: after a failed step, or a plan gate refused with a reason."""
+    clarification_max_rounds: int = Field(default=2, ge=0)
+    """Rounds of clarifying questions intake may ask about an unclear request before it goes on with what it has."""
     recovery_max_questions: int = Field(default=3, ge=0)
     """Recovery questions (`clarify` interrupts after a failure) per run; past it a failure that needs the user stops the run."""
     test_timeout_seconds: int = Field(default=600, ge=1)

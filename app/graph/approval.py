@@ -19,6 +19,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from app.graph.intent import APOSTROPHES, fold
 from app.schemas.domain import ApprovalDecision
 
 _REFUSAL = re.compile(
@@ -33,13 +34,8 @@ _REFUSAL = re.compile(
 )
 
 
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u00b4": "'", "`": "'"})
-
-
-def _fold(text: str) -> str:
-    """Lower case, no diacritics, one kind of apostrophe (phones type "don’t")."""
-    decomposed = unicodedata.normalize("NFKD", text.lower().translate(_APOSTROPHES))
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+_APOSTROPHES = APOSTROPHES
+_fold = fold
 
 
 _NOT_REFUSALS = re.compile(r"\bno\s+(?:problem|worries)\b|\bnot\s+a\s+problem\b|\bbez\s+problemu\b")
@@ -73,8 +69,10 @@ _YES_HEAD = re.compile(
     r"^(?:ano|jo|jj|jasne|jiste|ok|okay|oki|dobre|dobra|fajn|souhlas\w*|schval\w*|potvrzuj\w*|pokracuj\w*"
     r"|yes|yep|yeah|sure|approve\w*|agreed?|fine|go(?:\s+ahead)?|lgtm|continue)\b"
 )
-#: What introduces a condition after a yes ("ano, ale …", "yes but …").
+#: What introduces a condition after a yes ("ano, ale …", "yes but …", "ano, jen backend").
 _BUT = re.compile(r"\b(?:ale|avsak|vsak|akorat|jenom|jen|s\s+tim\s*,?\s*ze|but|however|only|except|provided)\b")
+#: The connectives among them that carry no meaning of their own ("jen" / "only" do: they stay).
+_CONNECTIVE = re.compile(r"(?:ale|avsak|vsak|akorat|but|however)\b")
 _CLAUSE_BREAK = re.compile(r"[,;:!.\-–—]")
 
 
@@ -95,7 +93,7 @@ def _clean_tail(text: str) -> str | None:
     """The condition without its leading connective and punctuation ("ale ne do mastera" → "ne do mastera")."""
     tail = text.strip().lstrip(",;:!.-–— ").strip()
     folded, origin = _folded_with_map(tail)
-    match = _BUT.match(folded)
+    match = _CONNECTIVE.match(folded)
     if match:
         tail = tail[origin[match.end() - 1] + 1:] if match.end() else tail
         tail = tail.strip().lstrip(",;:!.-–— ").strip()
@@ -118,16 +116,21 @@ def interpret_approval(decision: Any) -> ApprovalDecision | None:
     offset = len(folded) - len(folded.lstrip())
     yes = _YES_HEAD.match(text)
     if yes is not None and not is_refusal(text[: yes.end()]):
-        rest_start = yes.end()
-        but = _BUT.search(text, rest_start)
-        if but is None:
-            return ApprovalDecision(approved=True, modification=sent)
-        condition = _clean_tail(reason[origin[offset + but.start()]:])
-        return ApprovalDecision(approved=True, modification=sent or condition)
-    head_end = _CLAUSE_BREAK.search(text)
-    head = text[: head_end.start()] if head_end else text
+        but = _BUT.search(text, yes.end())
+        if but is not None:
+            condition = _clean_tail(reason[origin[offset + but.start()]:])
+            return ApprovalDecision(approved=True, modification=sent or condition)
+        # "ano, ne do mastera" / "ano, přidej testy": a rule or more work after a bare comma counts;
+        # a restatement ("ano, commitni to") does not.
+        tail = _clean_tail(reason[origin[offset + yes.end()]:]) if yes.end() < len(text) else None
+        if tail and classify_modification(tail).kind != "constraint":
+            return ApprovalDecision(approved=True, modification=sent or tail)
+        return ApprovalDecision(approved=True, modification=sent)
+    breaks = [m.start() for m in (_CLAUSE_BREAK.search(text), _BUT.search(text)) if m is not None]
+    head_end = min(breaks) if breaks else None
+    head = text[:head_end] if head_end is not None else text
     if is_refusal(head):
-        tail = reason[origin[offset + head_end.start()]:] if head_end else ""
+        tail = reason[origin[offset + head_end]:] if head_end is not None else ""
         return ApprovalDecision(approved=False, reason=_clean_tail(tail), modification=sent)
     return None
 

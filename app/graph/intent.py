@@ -45,9 +45,13 @@ _QUESTION_START = frozenset("""
 """.split())
 
 
+APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u00b4": "'", "`": "'"})
+
+
 def fold(text: str) -> str:
-    """Lower case without diacritics, so "Přidej" and "pridej" read the same."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
+    """Lower case, no diacritics and one kind of apostrophe, so "Přidej" and "pridej", "don’t"
+    (as phones type it) and "don't" read the same."""
+    decomposed = unicodedata.normalize("NFKD", text.lower().translate(APOSTROPHES))
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 

@@ -20,6 +20,7 @@ _BEFORE_WORK = {"intake": 2.0, "clarify": 3.0, "evidence_pack": 5.0, "plan": 8.0
                 "design": 8.0, "approve_plan": 10.0, "respond": 50.0}
 _AFTER_ATTEMPT = frozenset({"evaluate", "reflect", "ask_user", "replan"})
 _STEP_DONE = frozenset({"advance_step", "advance_goal"})
+_GOAL_START = frozenset({"select_goal", "plan_steps"})  # a goal's share starts at zero, whatever steps linger
 WORK_START, WORK_END, GIT, DONE = 10.0, 90.0, 92.0, 100.0
 
 
@@ -30,7 +31,7 @@ def work_fraction(state: Mapping[str, Any], node: str) -> float:
     goal = min(int(state.get("current_goal_index") or 0), total_goals)
     steps = state.get("steps") or []
     within = 0.0
-    if steps and goal < total_goals:
+    if steps and goal < total_goals and node not in _GOAL_START:
         step = min(int(state.get("current_step_index") or 0), len(steps))
         if node in _STEP_DONE:
             partial = 1.0

@@ -115,7 +115,16 @@ def read_recovery_answer(answer: str) -> tuple[RecoveryAction, str] | None:
     return action, hint if action in RETRIES else ""
 
 
+#: Czech words that start with "ne" without negating anything.
+_NOT_NEGATIONS = frozenset("nebo nejdriv nejprve nejak nejlip nejlepe neco nekdy nekde nekolik nez nejen".split())
+
+
 def _negated(folded: str, start: int) -> bool:
-    """"ne, nepřeskakuj" / "don't skip": a keyword right after a negation does not count."""
+    """"don't skip", "ne, přeskoč ne…", "nezkoušej to znovu": a keyword right after a negation,
+    or in a clause whose verb is negated with Czech "ne-", does not count."""
     before = folded[max(0, start - 8):start]
-    return re.search(r"(?:\bne\b|\bnot\b|\bdon'?t\b|\bnikoli\b)\s*$", before) is not None
+    if re.search(r"(?:\bne\b|\bnot\b|\bdon'?t\b|\bnikoli\b)\s*$", before):
+        return True
+    clause = re.split(r"[,;:.!?]", folded[:start])[-1]
+    return any(word.startswith("ne") and len(word) > 3 and word not in _NOT_NEGATIONS
+               for word in re.findall(r"[a-z]+", clause))

@@ -20,6 +20,7 @@ from app.agents.test_command import TestCommand
 from app.agents.workspace import StepBrief
 from app.graph import prompts
 from app.graph.context import RunContext
+from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
 from app.schemas.domain import CodingStep, ReviewVerdict
 
@@ -76,6 +77,6 @@ async def review(ctx: RunContext, *, goal: str, step: str, diff: str, language: 
         return await ctx.llm.complete_json(
             prompts.review(goal=goal, step=step, diff=diff[:REVIEW_DIFF_CHARS], language=language), ReviewVerdict,
             max_tokens=800)
-    except LlmError as exc:
+    except (LlmError, BudgetExceededError) as exc:  # no verdict is not a rejection
         log.warning("review gave no verdict: %s", exc)
         return str(exc)[:200]

@@ -27,4 +27,4 @@ async def advance_goal(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
     runtime.context.context_store.save_nowait(
         task_of(state)["id"], "goal", ContextStore.goal_key(index), summary.summary, summary.model_dump(mode="json"))
     return {"current_goal_index": index + 1, "goal_summaries": [summary.model_dump(mode="json")], "recovery": None,
-            **reset_step_counters()}
+            "steps": [], "current_step_index": 0, **reset_step_counters()}

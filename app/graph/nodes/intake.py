@@ -13,9 +13,6 @@ from app.graph.state import OrchestratorState
 from app.kb.prefetch import fetch_project_context
 from app.llm.scope import cloud_request
 
-MAX_CLARIFICATION_ROUNDS = 2
-
-
 def has_workspace(runtime: NodeRuntime, workspace_path: str) -> bool:
     """A project directory with something in it: code changes have somewhere to go."""
     try:
@@ -48,7 +45,8 @@ async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
         clarification=clarification_text(state), language=language,
         workspace=has_workspace(runtime, task["workspace_path"]))
     rounds = state.get("clarification_rounds", 0)
-    needs = not result.goal_clear and bool(result.clarification_questions) and rounds < MAX_CLARIFICATION_ROUNDS
+    needs = (not result.goal_clear and bool(result.clarification_questions)
+             and rounds < ctx.settings.clarification_max_rounds)
     return updates | {
         "task_category": str(result.task_category),
         "task_action": str(result.task_action),

@@ -13,13 +13,14 @@ import logging
 from typing import Any
 
 from app.graph import prompts, recovery, step_changes
+from app.graph.decisions import apply_decision
 from app.graph.nodes._common import NodeRuntime, clip, current_step, emit, run_language, task_of
-from app.graph.state import FailureRecord, OrchestratorState, SkipRecord
+from app.graph.state import OrchestratorState
 from app.graph.texts import texts
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
 from app.persistence.context_store import ContextStore
-from app.schemas.domain import CodingStep, Evaluation, Recovery, RecoveryAction, Reflection
+from app.schemas.domain import CodingStep, Evaluation, Reflection
 
 log = logging.getLogger(__name__)
 
@@ -39,34 +40,6 @@ async def agent_output(store: ContextStore, task_id: str, goal_index: int, step_
 def history(state: OrchestratorState, limit: int = 3) -> str:
     return "\n".join(f"- step {f['goal_index'] + 1}.{f['step_index'] + 1} attempt {f['attempt']}: "
                      f"{clip(f['reason'], 150)} → {f['action']}" for f in (state.get("failures") or [])[-limit:])
-
-
-async def apply_decision(state: OrchestratorState, runtime: NodeRuntime, decision: Recovery) -> dict[str, Any]:
-    """State changes of a recovery decision (shared by reflect and ask_user)."""
-    step = CodingStep.model_validate(current_step(state))
-    last = state["step_results"][-1]
-    record: FailureRecord = {"goal_index": decision.goal_index, "step_index": decision.step_index,
-                             "attempt": decision.attempt, "title": clip(step.instructions, 120),
-                             "reason": clip(decision.failure, 300), "action": decision.action.value}
-    updates: dict[str, Any] = {"recovery": decision.model_dump(mode="json"), "failures": [record]}
-    if decision.action in recovery.RETRIES:
-        return updates | {"attempt": decision.attempt + 1}
-    if decision.action in (RecoveryAction.SKIP_STEP, RecoveryAction.REPLANNING, RecoveryAction.STOP):
-        workspace = runtime.context.workspaces.resolve(task_of(state)["workspace_path"])
-        undone = await step_changes.discard(runtime.context.snapshots, workspace, last.get("base_tree"))
-        if undone:
-            log.info("undid the failed step's changes: %s", ", ".join(undone[:10]))
-    if decision.action == RecoveryAction.SKIP_STEP:
-        skip: SkipRecord = {"goal_index": decision.goal_index, "step_index": decision.step_index,
-                            "title": clip(step.instructions, 120), "reason": clip(decision.failure, 300)}
-        updates["skipped"] = [skip]
-    elif decision.action == RecoveryAction.STOP:
-        t = texts(run_language(state, runtime.context.settings))
-        template = t.halt_user_stop if decision.source == "user" else t.halt_exhausted
-        message = template.format(step=decision.step_index + 1, goal=decision.goal_index + 1,
-                                  attempts=decision.attempt, reason=clip(decision.failure, 300))
-        updates["halt"] = {"kind": "user_stop" if decision.source == "user" else "exhausted", "message": message}
-    return updates
 
 
 async def reflect(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
@@ -94,8 +67,10 @@ async def reflect(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, A
             language=run_language(state, ctx.settings)), Reflection, max_tokens=600)
     except LlmError as exc:
         log.warning("reflection without an LLM verdict (%s): deterministic fallback", exc)
-    except BudgetExceededError as exc:
+    except BudgetExceededError as exc:  # no more LLM calls: stop, with the failed step undone
         t = texts(run_language(state, ctx.settings))
+        workspace = ctx.workspaces.resolve(task["workspace_path"])
+        await step_changes.discard(ctx.snapshots, workspace, last.get("base_tree"))
         return {"halt": {"kind": "budget", "message": t.halt_budget.format(reason=exc)}}
     facts = recovery.FailedStep(goal_index=goal_index, step_index=step.index, attempt=attempt,
                                 critical=step.critical, extra_attempts=state.get("extra_attempts", 0),

@@ -126,8 +126,6 @@ def test_interpret_approval_returns_none_when_the_head_says_neither_yes_nor_no(r
     assert interpret_approval({"approved": True, "reason": reason}) is None
 
 
-@pytest.mark.xfail(strict=True, reason="the docstring splits a refusal at its first 'but'; without a comma "
-                   "the reason after 'ale' / 'but' is dropped")
 @pytest.mark.parametrize(
     ("reason", "expected"),
     [("ne ale udělej to bez nové závislosti", "udělej to bez nové závislosti"),
@@ -138,8 +136,6 @@ def test_interpret_approval_keeps_the_reason_when_a_refusal_continues_with_but(r
     assert interpret_approval({"approved": False, "reason": reason}) == _no(expected)
 
 
-@pytest.mark.xfail(strict=True, reason="the docstring splits at 'the comma after a leading yes'; 'ano, ne do mastera' "
-                   "is approved with no condition, so the branch rule is lost")
 def test_interpret_approval_keeps_the_condition_when_a_yes_is_followed_by_a_comma_and_a_negated_rule() -> None:
     assert interpret_approval({"approved": True, "reason": "ano, ne do mastera"}) == _yes("ne do mastera")
 

@@ -76,11 +76,11 @@ def test_percent_reaches_100_only_when_the_run_finishes_without_error_or_halt(
     assert progress.percent(state, node) == expected
 
 
-@pytest.mark.xfail(strict=True, reason="advance_goal leaves the finished goal's steps and step index in the state, so "
-                   "select_goal of goal 2 counts them as goal 2's share: 70 instead of 50")
-def test_percent_counts_no_share_of_the_next_goal_when_select_goal_starts_after_advance_goal() -> None:
-    # The state exactly as advance_goal leaves it (steps and current_step_index are not reset).
-    assert progress.percent(_at(1, 1), "select_goal") == 50.0
+@pytest.mark.parametrize("lingering", [True, False], ids=["steps-of-the-last-goal-linger", "steps-reset"])
+def test_percent_counts_no_share_of_the_next_goal_when_select_goal_starts_after_advance_goal(lingering: bool) -> None:
+    # advance_goal resets the steps; even if the finished goal's steps lingered they must not count.
+    state = _at(1, 1) if lingering else _at(1, 0, steps=[])
+    assert progress.percent(state, "select_goal") == 50.0
 
 
 @pytest.mark.parametrize(
@@ -115,8 +115,9 @@ def _simulated_run() -> tuple[list[tuple[dict[str, Any], str]], int]:
     run("plan_steps", steps=STEPS, current_step_index=0, attempt=1)
     run("execute_step"), run("evaluate"), run("advance_step", current_step_index=1, attempt=1)
     run("execute_step"), run("evaluate"), run("reflect", attempt=2)
-    run("execute_step"), run("evaluate"), run("advance_goal", current_goal_index=1, attempt=1)
-    run("select_goal", steps=[], current_step_index=0)
+    run("execute_step"), run("evaluate"), run("advance_goal", current_goal_index=1, attempt=1, steps=[],
+                                              current_step_index=0)
+    run("select_goal")
     run("plan_steps", steps=STEPS, current_step_index=0, attempt=1)
     run("execute_step"), run("evaluate"), run("reflect")
     replan_at = len(seen)
@@ -131,9 +132,7 @@ def _simulated_run() -> tuple[list[tuple[dict[str, Any], str]], int]:
 
 @pytest.mark.parametrize("restart_after_replan", [
     pytest.param(False, id="one-segment"),
-    pytest.param(True, id="restart-after-replan", marks=pytest.mark.xfail(strict=True, reason=(
-        "the replan node's floor is monotonic(0.0, state, 'replan'): the raw percent, not the reported one; after "
-        "the select_goal overshoot (70) the floor is 56.7 and a restarted segment goes back"))),
+    pytest.param(True, id="restart-after-replan"),
 ])
 def test_monotonic_yields_a_non_decreasing_sequence_ending_at_100_when_a_run_retries_and_replans(
         restart_after_replan: bool) -> None:
@@ -161,7 +160,8 @@ def test_message_names_the_attempt_when_a_step_is_retried(t: Texts, expected: st
 
 @pytest.mark.parametrize(
     ("t", "expected"),
-    [(CS, "Opakuji krok 1/2 cíle 1/2 (pokus 2): chybí numpy"), (EN, "Retrying step 1/2 of goal 1/2 (attempt 2): chybí numpy")],
+    [(CS, "Opakuji krok 1/2 cíle 1/2 (pokus 2): chybí numpy"),
+     (EN, "Retrying step 1/2 of goal 1/2 (attempt 2): chybí numpy")],
     ids=["cs", "en"],
 )
 def test_message_adds_the_root_cause_when_a_retry_follows_a_reflection(t: Texts, expected: str) -> None:

@@ -196,14 +196,10 @@ def test_read_recovery_answer_ignores_a_keyword_when_it_is_negated(
     assert read_recovery_answer(answer) == expected
 
 
-@pytest.mark.xfail(strict=True, reason="recovery folds with intent.fold, which keeps the typographic apostrophe: "
-                   "'don’t skip' is read as skip (approval._fold maps ’ to ')")
 def test_read_recovery_answer_ignores_a_keyword_when_negated_with_a_typographic_apostrophe() -> None:
     assert read_recovery_answer("don\u2019t skip, try again") == (A.RETRY, "")
 
 
-@pytest.mark.xfail(strict=True, reason="'znovu' alone is a retry keyword, so the negated verb 'nezkoušej to znovu' "
-                   "reads as retry (with the hint 'přeskoč')")
 def test_read_recovery_answer_ignores_a_retry_when_the_czech_verb_is_negated() -> None:
     assert read_recovery_answer("nezkoušej to znovu, přeskoč") == (A.SKIP_STEP, "")
 
