@@ -153,9 +153,10 @@ def steps_json(*steps: str | dict[str, Any]) -> str:
                                  for s in steps]})
 
 
-def sse_events(client: Any, thread_id: str) -> list[tuple[int, str, dict[str, Any]]]:
+def sse_events(client: Any, thread_id: str, headers: dict[str, str] | None = None,
+               ) -> list[tuple[int, str, dict[str, Any]]]:
     """Every event of a finished run segment from `/stream/{thread_id}`: (id, type, data)."""
-    with client.stream("GET", f"/stream/{thread_id}") as response:
+    with client.stream("GET", f"/stream/{thread_id}", headers=headers or {}) as response:
         assert response.status_code == 200
         text = "".join(response.iter_text())
     events = []

@@ -41,6 +41,7 @@ class Texts:
     check_review_no_verdict: str
     # recovery
     recovery_question: str
+    recovery_cause: str
     recovery_cap_attempts: str
     recovery_options: str
     retry_section: str
@@ -109,7 +110,8 @@ CS = Texts(
     check_no_test_command="Testy nebyly spuštěny: v projektu jsem nenašel příkaz pro testy.",
     check_review_rejected="Review zamítlo změnu: {issues}",
     check_review_no_verdict="Review nedalo verdikt ({reason}).",
-    recovery_question="Krok {step} cíle {goal} („{title}“) neprošel ani na {attempt}. pokus.\nPříčina: {cause}",
+    recovery_question="Krok {step} cíle {goal} („{title}“) neprošel ani na {attempt}. pokus.\nChyba: {failure}",
+    recovery_cause="Příčina: {cause}",
     recovery_cap_attempts="Vyčerpal jsem všech {attempts} pokusů o tento krok.",
     recovery_options=("Co mám udělat? Odpovězte například:\n"
                       "- „zkus znovu: <rada>“ – nový pokus s vaší radou\n"
@@ -180,7 +182,8 @@ EN = Texts(
     check_no_test_command="Tests were not run: no test command was found in the project.",
     check_review_rejected="The review rejected the change: {issues}",
     check_review_no_verdict="The review gave no verdict ({reason}).",
-    recovery_question="Step {step} of goal {goal} (“{title}”) failed on attempt {attempt}.\nCause: {cause}",
+    recovery_question="Step {step} of goal {goal} (“{title}”) failed on attempt {attempt}.\nError: {failure}",
+    recovery_cause="Cause: {cause}",
     recovery_cap_attempts="I have used all {attempts} attempts at this step.",
     recovery_options=("What should I do? Answer for example:\n"
                       "- “retry: <hint>” – try again with your hint\n"

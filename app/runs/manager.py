@@ -24,6 +24,7 @@ from app.clients.kotlin import KotlinClient
 from app.config import Settings
 from app.graph import report
 from app.graph.approval import is_approved
+from app.graph.nodes._common import run_language
 from app.graph.texts import texts
 from app.llm.budget import BudgetExceededError, BudgetLimits, BudgetTracker
 from app.llm.provider import LlmError
@@ -137,12 +138,6 @@ class RunManager:
         self._active: dict[str, ActiveRun] = {}
         self._accepting = True
         self._recovery: asyncio.Task[None] | None = None
-
-    @property
-    def _default_language(self) -> str:
-        """For texts of a run whose language is not known yet (it is decided by intake)."""
-        configured = self._settings.response_language
-        return configured if configured != "auto" else "cs"
 
     @property
     def busy(self) -> bool:
@@ -376,7 +371,7 @@ class RunManager:
                     values = (await self._graph.aget_state(self._driver.config(thread_id))).values or {}
             except Exception:  # the report is a courtesy; the error must go out anyway
                 log.warning("no checkpoint to report on for %s", thread_id, exc_info=True)
-        t = texts(values.get("language") or self._default_language)
+        t = texts(run_language(values, self._settings))
         return report.error_text(problem or t.cancelled, values, t)
 
     async def _close(self, run: ActiveRun, lease: LockLease, outcome: RunOutcome, events: EventLog) -> None:
@@ -425,7 +420,7 @@ class RunManager:
         values = known or (graph_input if isinstance(graph_input, dict) else {})
         previous = None if isinstance(graph_input, dict) else await self._runs.get(identity.thread_id)
 
-        t = texts(values.get("language") or self._default_language)
+        t = texts(run_language(values, self._settings))
 
         def warn(dimension: str, fraction: float) -> None:
             message = t.budget_warning.format(fraction=f"{fraction:.0%}", dimension=dimension)

@@ -21,6 +21,7 @@ from tests.support import (
     new_task_id,
     node_marker,
     orchestrate_body,
+    sse_events,
     wait_until,
 )
 
@@ -232,21 +233,10 @@ def test_stream_replays_missed_events_after_reconnect(client, llm, kotlin, servi
     thread_id = start(client, orchestrate_body())
     kotlin.wait_for_status(thread_id=thread_id, status="done")
 
-    def events(headers: dict[str, str]) -> list[tuple[int, str, dict[str, Any]]]:
-        with client.stream("GET", f"/stream/{thread_id}", headers=headers) as response:
-            assert response.status_code == 200
-            text = "".join(response.iter_text())
-        parsed = []
-        for block in text.split("\n\n"):
-            fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and line[0] != ":")
-            if "id" in fields:
-                parsed.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
-        return parsed
-
-    everything = events({})
+    everything = sse_events(client, thread_id)
     assert [e[1] for e in everything][0] == "node_start" and everything[-1][1] == "done"
     assert [e[0] for e in everything] == list(range(1, len(everything) + 1))
-    resumed = events({"Last-Event-ID": str(everything[2][0])})
+    resumed = sse_events(client, thread_id, {"Last-Event-ID": str(everything[2][0])})
     assert resumed == everything[3:]
     assert client.get("/stream/thread-nope-00000000").status_code == 404
 

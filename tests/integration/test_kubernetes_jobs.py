@@ -97,11 +97,11 @@ def test_cancel_deletes_the_job_and_its_agent(kube_service, cluster, llm, kotlin
 
 def test_agent_past_its_deadline_is_retried_then_the_user_is_asked(kube_service, cluster, llm, kotlin, workspace) -> None:
     rel, _ = workspace
-    llm.script(*code_task_script(files={"late.txt": "never"}, extra_instructions="@@SLEEP 60"))
+    llm.script(*code_task_script(files={"late.txt": "never"}, extra_instructions="@@SLEEP 60"),
+               Reply(match=node_marker("reflect"), content=reflection("ask_user")))
     service = kube_service(agent_timeouts=json.dumps({"aider": 2})).start()
     with service.client() as client:
         thread_id = client.post("/orchestrate/stream", json=orchestrate_body(workspace_path=rel)).json()["thread_id"]
-        # Timed out twice (the first failure is retried), then the user is asked.
         asked = kotlin.wait_for_status(thread_id=thread_id, status="interrupted", timeout=40)
         assert asked["interruptAction"] == "clarify" and "timed out after 2 s" in asked["interruptDescription"]
         client.post(f"/approve/{thread_id}", json=approval(True, "stop"))
@@ -109,13 +109,14 @@ def test_agent_past_its_deadline_is_retried_then_the_user_is_asked(kube_service,
     error = kotlin.wait_for_status(thread_id=thread_id, status="error", timeout=30)
 
     assert "timed out after 2 s" in error["error"]
-    assert len([n for n in agent_jobs(cluster, body_task(thread_id))]) == 2  # attempt 1 and attempt 2
+    [job] = agent_jobs(cluster, body_task(thread_id))
+    assert (job, "Background") in cluster.deletes  # the timed-out attempt's Job is gone
 
 
 def test_unpullable_image_fails_fast_instead_of_waiting(kube_service, k8s, llm, kotlin, workspace) -> None:
     rel, _ = workspace
     k8s.configure(image_commands={})  # no image runs: every pod waits in ErrImagePull
-    llm.script(*code_task_script())
+    llm.script(*code_task_script(), Reply(match=node_marker("reflect"), content=reflection("ask_user")))
     service = kube_service().start()
     with service.client() as client:
         thread_id = client.post("/orchestrate/stream", json=orchestrate_body(workspace_path=rel)).json()["thread_id"]

@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from app.agents.workspace import render_environment
 from app.config import Settings
-from app.graph import chat, report
+from app.graph import chat, intent, report
 from app.graph.agent_selection import select_agent
 from app.graph.context import RunContext
 from app.graph.state import OrchestratorState
@@ -31,9 +31,14 @@ def clip(text: str, limit: int) -> str:
 
 
 def run_language(state: OrchestratorState, settings: Settings) -> str:
-    """The run's language (intake decided it); the configured one before intake ran."""
+    """The run's language: what intake decided, the configured one, or (`auto`, before intake
+    ran) the request's own."""
     configured = settings.response_language
-    return state.get("language") or (configured if configured != "auto" else "cs")
+    if state.get("language"):
+        return str(state["language"])
+    if configured != "auto":
+        return configured
+    return intent.detect_language(str((state.get("task") or {}).get("query", "")), default="cs")
 
 
 def emit(event: dict[str, Any]) -> None:

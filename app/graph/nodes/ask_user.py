@@ -22,10 +22,11 @@ from app.schemas.domain import CodingStep, Recovery, RecoveryAction
 def question(decision: Recovery, step: CodingStep, language: str, *, at_cap: bool) -> str:
     """The failure, why the user is asked (used-up attempts), and the answers the run understands."""
     t = texts(language)
-    cause = decision.root_cause or decision.failure
     lines = [t.recovery_question.format(step=decision.step_index + 1, goal=decision.goal_index + 1,
                                         title=clip(step.instructions, 80), attempt=decision.attempt,
-                                        cause=clip(cause, 400))]
+                                        failure=clip(" ".join(decision.failure.split()), 400))]
+    if decision.root_cause:
+        lines.append(t.recovery_cause.format(cause=clip(decision.root_cause, 300)))
     if at_cap:
         lines.append(t.recovery_cap_attempts.format(attempts=decision.attempt))
     lines.append(t.recovery_options)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from app.agents.workspace import WorkspaceError, render_environment
-from app.graph import chat, intent
+from app.graph import chat
 from app.graph.classification import classify
-from app.graph.nodes._common import NodeRuntime, clarification_text, identity, task_of
+from app.graph.nodes._common import NodeRuntime, clarification_text, identity, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.kb.prefetch import fetch_project_context
 from app.llm.scope import cloud_request
@@ -25,9 +25,7 @@ def has_workspace(runtime: NodeRuntime, workspace_path: str) -> bool:
 async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
     task = task_of(state)
-    configured = ctx.settings.response_language
-    language = state.get("language") or (intent.detect_language(task["query"], default="cs")
-                                         if configured == "auto" else configured)
+    language = run_language(state, ctx.settings)
     updates: dict[str, Any] = {"language": language}
     project_context = state.get("project_context")
     if project_context is None:  # second round (after a clarification) reuses the first fetch

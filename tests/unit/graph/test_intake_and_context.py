@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from langgraph.runtime import Runtime
 
+from app.config import Settings
 from app.graph.context import RunContext
+from app.graph.nodes._common import run_language
 from app.graph.nodes.finalize import finalize
 from app.llm.budget import BudgetLimits, BudgetTracker, Usage
 from app.llm.scope import LlmScope, use_scope
@@ -163,3 +165,17 @@ async def test_budget_spent_at_the_final_report_keeps_a_finished_run_done(ctx: R
     assert report.startswith("Dokončeno 1 z 1 kroků. Změněné soubory: a.py. Větev task/t1, commit bbbbbbbbbbbb.")
     assert "Rozpočet LLM byl vyčerpán při závěrečné zprávě" in report
     assert report.endswith("Změny jsou commitnuté ve větvi task/t1.")
+
+
+@pytest.mark.parametrize(
+    ("state", "configured", "expected"),
+    [({"task": {"query": "Add a subtract(a, b) function to calc.py"}}, "auto", "en"),
+     ({"task": {"query": "Přidej funkci subtract"}}, "auto", "cs"),
+     ({"task": {"query": "Add a subtract function"}, "language": "cs"}, "auto", "cs"),
+     ({"task": {"query": "Add a subtract function"}}, "de", "de")],
+    ids=["english-request-before-intake", "czech-request-before-intake", "intake-decided", "configured"],
+)
+def test_run_language_is_the_requests_own_until_intake_decides(state: dict[str, Any], configured: str,
+                                                                 expected: str) -> None:
+    # The first progress push (intake's) is already in the user's language.
+    assert run_language(state, Settings(response_language=configured)) == expected
