@@ -36,6 +36,9 @@ from tests.support import (
 )
 
 CALC = "def subtract(a, b):\n    return a - b"
+#: Scenarios with nothing runner-specific run on the local runner only (the suite's time budget);
+#: retries, test runs, caps and commits run on both.
+LOCAL_ONLY = pytest.mark.parametrize("service", ["local"], indirect=True)
 BUGGY_CALC = "def subtract(a, b):\n    return a + b"
 
 
@@ -170,6 +173,7 @@ def test_failing_tests_are_fed_back_and_the_retry_passes(client, llm, kotlin, wo
     assert "subtract(5, 3) returned 8" in prompts_of(llm, "reflect")[0]
 
 
+@LOCAL_ONLY
 def test_require_tests_without_a_test_command_passes_and_says_tests_did_not_run(client, llm, kotlin,
                                                                                 workspace) -> None:
     rel, repo = workspace
@@ -183,6 +187,7 @@ def test_require_tests_without_a_test_command_passes_and_says_tests_did_not_run(
     assert prompts_of(llm, "reflect") == []  # not a failure
 
 
+@LOCAL_ONLY
 def test_review_rejection_is_retried_with_the_issues(client, llm, kotlin, workspace) -> None:
     rel, repo = workspace
     documented = '"""Return a minus b."""'
@@ -207,6 +212,7 @@ def test_review_rejection_is_retried_with_the_issues(client, llm, kotlin, worksp
     assert done["artifacts"] == ["calc.py"]
 
 
+@LOCAL_ONLY
 def test_unreadable_review_is_a_warning_not_a_failure(client, llm, kotlin, workspace) -> None:
     rel, _ = workspace
     script(llm, steps=steps_json(file_block("calc.py", CALC)),
@@ -245,6 +251,7 @@ def test_always_failing_step_stops_within_the_caps_after_asking_once(client, llm
     assert status["status"] == "error" and "Zbývá:" in status["report"]
 
 
+@LOCAL_ONLY
 def test_asked_user_answering_skip_skips_the_step_and_the_report_names_it(client, llm, kotlin, workspace) -> None:
     rel, repo = workspace
     steps = steps_json("@@FAIL the linter is not installed", file_block("b.py", "b = 2"))
@@ -263,6 +270,7 @@ def test_asked_user_answering_skip_skips_the_step_and_the_report_names_it(client
     assert "Přeskočené kroky: 1. @@FAIL the linter is not installed" in done["summary"]
 
 
+@LOCAL_ONLY
 def test_replan_keeps_the_finished_goal(client, llm, kotlin, workspace) -> None:
     rel, repo = workspace
 
@@ -286,6 +294,7 @@ def test_replan_keeps_the_finished_goal(client, llm, kotlin, workspace) -> None:
     assert len(prompts_of(llm, "plan_steps")) == 2  # goal A was not planned (or done) again
 
 
+@LOCAL_ONLY
 def test_inspect_step_without_changes_passes_and_hands_its_findings_on(client, llm, kotlin, workspace) -> None:
     rel, repo = workspace
     inspect = {"instructions": "Find the routes.\n@@SUMMARY routes found: /orders, /users", "step_type": "code",
@@ -336,6 +345,7 @@ def test_failure_after_a_finished_goal_offers_its_commit_and_reports_it(client, 
 
 
 # ------------------------------------------------------------------------------ approvals
+@LOCAL_ONLY
 def test_approval_with_a_branch_condition_commits_elsewhere(client, llm, kotlin, workspace) -> None:
     rel, repo = workspace
     script(llm, steps=steps_json(file_block("calc.py", CALC)))
@@ -352,6 +362,7 @@ def test_approval_with_a_branch_condition_commits_elsewhere(client, llm, kotlin,
     assert "Podmínky uživatele: ne do mastera" in done["summary"]
 
 
+@LOCAL_ONLY
 def test_approval_with_added_work_runs_one_more_step_then_commits_without_asking_again(
         client, llm, kotlin, workspace) -> None:
     rel, repo = workspace
@@ -367,6 +378,7 @@ def test_approval_with_added_work_runs_one_more_step_then_commits_without_asking
     assert len(commit_asks) == 1
 
 
+@LOCAL_ONLY
 def test_answer_without_yes_or_no_is_read_by_the_llm(client, llm, kotlin, workspace) -> None:
     rel, repo = workspace
     script(llm, steps=steps_json(file_block("calc.py", CALC)), extra=(Reply(
@@ -381,6 +393,7 @@ def test_answer_without_yes_or_no_is_read_by_the_llm(client, llm, kotlin, worksp
     assert "dej to do větve fix/calc" in prompts_of(llm, "interpret")[0]
 
 
+@LOCAL_ONLY
 def test_plan_refused_with_a_reason_is_replanned_and_asked_again(client, llm, kotlin) -> None:
     def answer(request: RecordedRequest) -> str:
         return request.last_user.split("## Step\n", 1)[1].split("\n", 1)[0] + " hotovo."
