@@ -72,7 +72,10 @@ class LocalRunner:
         # Named like the Job it stands for: the attempt is in the name of every log line.
         reader = asyncio.create_task(_pump(proc, tail, job_name(job), on_log))
         try:
-            await asyncio.wait_for(proc.wait(), job.timeout_seconds)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that arrives as the
+            # agent exits, and the cancelled run would carry on.
+            async with asyncio.timeout(job.timeout_seconds):
+                await proc.wait()
         except TimeoutError:
             await _kill(proc)
             await reader

@@ -161,11 +161,6 @@ class WorkspaceSnapshots:
                               base, current, "--")
         return _bounded(out.decode(errors="replace"), max_chars, "diff")
 
-    async def forget(self, workspace: Path, key: str) -> None:
-        """Drop the base recorded under `key` (a missing one is fine): the step is over."""
-        _check_key(key)
-        (await self._key_file(workspace, key)).unlink(missing_ok=True)
-
     # ------------------------------------------------------------------ restore steps
     async def _changes(self, workspace: Path, base: str) -> list[Change]:
         """What differs between the base and the working tree now (no rename pairing: one path each)."""
@@ -218,7 +213,10 @@ class WorkspaceSnapshots:
         except OSError as exc:
             raise SnapshotError(f"{what}: {exc}") from exc
         try:
-            out, err = await asyncio.wait_for(proc.communicate(stdin), self._timeout)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that arrives as git
+            # finishes, and the cancelled run would go on to start its agent.
+            async with asyncio.timeout(self._timeout):
+                out, err = await proc.communicate(stdin)
         except BaseException as exc:  # deadline or cancellation: never leave git running on the workspace
             await _kill(proc)
             if isinstance(exc, TimeoutError):
