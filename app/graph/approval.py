@@ -34,10 +34,6 @@ _REFUSAL = re.compile(
 )
 
 
-_APOSTROPHES = APOSTROPHES
-_fold = fold
-
-
 _NOT_REFUSALS = re.compile(r"\bno\s+(?:problem|worries)\b|\bnot\s+a\s+problem\b|\bbez\s+problemu\b")
 
 
@@ -45,7 +41,7 @@ def is_refusal(reason: str | None) -> bool:
     """True when the user's words say no (Czech or English), whatever the flag says."""
     if not reason:
         return False
-    text = _NOT_REFUSALS.sub(" ", _fold(reason))
+    text = _NOT_REFUSALS.sub(" ", fold(reason))
     return _REFUSAL.search(text) is not None
 
 
@@ -77,11 +73,11 @@ _CLAUSE_BREAK = re.compile(r"[,;:!.\-–—]")
 
 
 def _folded_with_map(text: str) -> tuple[str, list[int]]:
-    """`_fold(text)` plus, for every folded character, the index of the raw character it came
+    """`fold(text)` plus, for every folded character, the index of the raw character it came
     from: conditions are cut from the raw text, so the user's own spelling survives."""
     chars: list[str] = []
     origin: list[int] = []
-    for index, raw in enumerate(text.translate(_APOSTROPHES)):
+    for index, raw in enumerate(text.translate(APOSTROPHES)):
         for ch in unicodedata.normalize("NFKD", raw.lower()):
             if not unicodedata.combining(ch):
                 chars.append(ch)
@@ -176,7 +172,7 @@ def classify_modification(text: str) -> Modification:
         return Modification("branch", text, forbidden_branch=_branch_word(forbid.group(1)))
     target = _BRANCH_TARGET.search(folded)
     if target:  # the user's own spelling of the branch name (case matters to git)
-        raw = text.translate(_APOSTROPHES)[origin[target.start(1)]: origin[target.end(1) - 1] + 1]
+        raw = text.translate(APOSTROPHES)[origin[target.start(1)]: origin[target.end(1) - 1] + 1]
         return Modification("branch", text, target_branch=raw.strip("`'\".,;"))
     if _ADD_WORK.match(folded.strip()):
         return Modification("add_step", text)

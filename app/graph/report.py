@@ -23,7 +23,7 @@ def done_slots(state: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The last successful result of every (goal, step): retried steps count once."""
     done: dict[tuple[int, int], dict[str, Any]] = {}
     for result in state.get("step_results") or []:
-        if result.get("success") and not result.get("skipped"):
+        if result.get("success"):
             done[(result.get("goal_index", 0), result["step_index"])] = result
     return list(done.values())
 
@@ -32,7 +32,7 @@ def changed_files(state: Mapping[str, Any]) -> list[str]:
     """Files changed by successful steps, in first-seen order (what a commit may stage)."""
     seen: dict[str, None] = {}
     for result in state.get("step_results") or []:
-        if result.get("success") and not result.get("skipped"):
+        if result.get("success"):
             for path in result.get("changed_files", []):
                 seen.setdefault(path, None)
     return list(seen)
@@ -64,15 +64,13 @@ def left_over(state: Mapping[str, Any]) -> list[str]:
 
 
 def report_lines(state: Mapping[str, Any], t: Texts, *, include_failure: bool = True) -> list[str]:
+    skipped, *other_notices = notice_lines(state, t, keep_empty=True)
     lines = [t.report_done_steps.format(ok=len(done_slots(state)), total=attempted_slots(state))]
     if goals := finished_goal_titles(state):
         lines.append(t.report_finished_goals.format(goals=", ".join(_clip(g, 60) for g in goals)))
     if files := changed_files(state):
         lines.append(t.report_files.format(files=", ".join(files)))
-    if skipped := state.get("skipped"):
-        lines.append(t.report_skipped.format(steps="; ".join(
-            f"{s['goal_index'] + 1}.{s['step_index'] + 1} {_clip(s['title'], 50)} ({_clip(s['reason'], 80)})"
-            for s in skipped)))
+    lines.append(skipped)
     failures = state.get("failures") or []
     if include_failure and failures and (state.get("halt") or state.get("error")):
         last = failures[-1]
@@ -84,11 +82,23 @@ def report_lines(state: Mapping[str, Any], t: Texts, *, include_failure: bool = 
         lines.append(t.report_branch.format(branch=state["branch"], sha=str(state["commit_sha"])[:12]))
     elif changed_files(state) and state.get("git_outcome") not in ("commit_rejected", "not_a_repo"):
         lines.append(t.report_not_committed)
-    if warnings := state.get("warnings"):
-        lines.append(t.report_warnings.format(warnings="; ".join(dict.fromkeys(_clip(w, 160) for w in warnings))))
-    if conditions := state.get("user_conditions"):
-        lines.append(t.report_conditions.format(conditions="; ".join(dict.fromkeys(conditions))))
-    return lines
+    return [line for line in [*lines, *other_notices] if line]
+
+
+def notice_lines(state: Mapping[str, Any], t: Texts, *, keep_empty: bool = False) -> list[str]:
+    """What every report must say, however it was written: skipped steps, warnings (tests not
+    run, review without verdict, classification fallback) and the user's conditions, in that
+    order ("" for each absent one with `keep_empty`)."""
+    skipped, warnings, conditions = (state.get(key) or [] for key in ("skipped", "warnings", "user_conditions"))
+    lines = [
+        t.report_skipped.format(steps="; ".join(
+            f"{s['goal_index'] + 1}.{s['step_index'] + 1} {_clip(s['title'], 50)} ({_clip(s['reason'], 80)})"
+            for s in skipped)) if skipped else "",
+        t.report_warnings.format(warnings="; ".join(dict.fromkeys(_clip(w, 160) for w in warnings)))
+        if warnings else "",
+        t.report_conditions.format(conditions="; ".join(dict.fromkeys(conditions))) if conditions else "",
+    ]
+    return lines if keep_empty else [line for line in lines if line]
 
 
 def error_text(problem: str, state: Mapping[str, Any], t: Texts, *, limit: int = ERROR_TEXT_LIMIT) -> str:

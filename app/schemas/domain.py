@@ -169,7 +169,7 @@ class StepPlan(_Lenient):
 
 class StepResult(BaseModel):
     """One attempt of one step. Failed attempts stay in the list (the report tells the story);
-    only successful, not skipped ones count as work done."""
+    only successful ones count as work done (a skipped step's attempts all failed)."""
 
     step_index: int
     goal_index: int = 0
@@ -184,8 +184,6 @@ class StepResult(BaseModel):
     """Plan revision of the step (with goal, step and attempt: the result's identity)."""
     findings: str = ""
     """What an inspect / analyse / run step found (bounded), handed to the following steps."""
-    skipped: bool = False
-    """The step was given up and skipped; its changes were discarded."""
     title: str = ""
     """The step's instructions, shortened, for reports."""
     base_tree: str | None = None
@@ -205,8 +203,6 @@ class Evaluation(BaseModel):
     checks: list[EvaluationCheck] = Field(default_factory=list)
     feedback: str = ""
     """Why the step failed, as the next attempt and the reflection read it (bounded)."""
-    warnings: list[str] = Field(default_factory=list)
-    """Things the report must say although the step passed (tests not run, review without verdict)."""
 
 
 class ReviewVerdict(_Lenient):

@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from app.agents.workspace import render_environment
 from app.config import Settings
-from app.graph import chat, intent, report
+from app.graph import chat, intent
 from app.graph.agent_selection import select_agent
 from app.graph.context import RunContext
 from app.graph.state import OrchestratorState
@@ -116,11 +116,6 @@ def current_goal(state: OrchestratorState) -> dict[str, Any]:
 
 def current_step(state: OrchestratorState) -> dict[str, Any]:
     return state["steps"][state.get("current_step_index", 0)]
-
-
-def changed_files(state: OrchestratorState) -> list[str]:
-    """Files changed by successful, not skipped code steps, in first-seen order."""
-    return report.changed_files(state)
 
 
 def task_brief(state: OrchestratorState, goal_index: int, step_index: int) -> dict[str, Any]:

@@ -60,13 +60,12 @@ async def approve_plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
             modification = classify_modification(answer.modification)
             if modification.kind == "add_step":
                 goals = [*goals, added_goal(goals, modification.text)]
+                waves = dependency_waves(goals)
                 updates["goals"] = goals
             else:
                 updates["user_conditions"] = [modification.text]
-        ctx.context_store.save_nowait(
-            task_of(state)["id"], "epic", "plan", f"{len(goals)} goals in {len(dependency_waves(goals))} waves",
-            {"goals": goals, "waves": dependency_waves(goals)},
-        )
+        ctx.context_store.save_nowait(task_of(state)["id"], "epic", "plan", f"{len(goals)} goals in {len(waves)} waves",
+                                      {"goals": goals, "waves": waves})
         return updates
     if answer.reason and state.get("replans", 0) < ctx.settings.recovery_max_replans:
         ask = Recovery(action=RecoveryAction.REPLANNING, failure=answer.reason, source="user")

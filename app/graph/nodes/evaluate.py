@@ -47,15 +47,15 @@ def basic_checks(result: dict[str, Any], rules: dict[str, Any], t: Texts) -> lis
     return checks
 
 
-def verdict(checks: list[EvaluationCheck], warnings: list[str]) -> Evaluation:
+def verdict(checks: list[EvaluationCheck]) -> Evaluation:
     failed = [c for c in checks if c.status in (CheckStatus.BLOCKED, CheckStatus.FAILED)]
     feedback = "\n".join(c.message or c.name for c in failed)
-    return Evaluation(acceptable=not failed, checks=checks, feedback=clip(feedback, FEEDBACK_CHARS), warnings=warnings)
+    return Evaluation(acceptable=not failed, checks=checks, feedback=clip(feedback, FEEDBACK_CHARS))
 
 
 def evaluate_result(result: dict[str, Any], rules: dict[str, Any], language: str = "en") -> Evaluation:
     """The tool-free part of the evaluation (unit-testable, and all non-code steps get)."""
-    return verdict(basic_checks(result, rules, texts(language)), [])
+    return verdict(basic_checks(result, rules, texts(language)))
 
 
 async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
@@ -75,7 +75,7 @@ async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
             checks.append(await _tests(state, runtime, step, workspace, t, warnings))
         if rules.get("require_review") and checks[-1].status != CheckStatus.FAILED:
             checks.append(await _review(state, runtime, step, workspace, last, t, warnings, language))
-    evaluation = verdict(checks, warnings)
+    evaluation = verdict(checks)
     emit({"type": "verification", "acceptable": evaluation.acceptable,
           "checks": [c.model_dump(mode="json") for c in checks if c.status != CheckStatus.PASSED or c.name in
                      ("tests", "review")]})

@@ -2,7 +2,8 @@
 
 A run that finished gets a report written by the LLM from the facts (or the facts themselves
 when the LLM fails or the budget is spent: a finished run never becomes an error here), plus
-the lines it must not leave out: skipped steps, warnings, the user's conditions, git. A run that
+the notices it must not leave out (`report.notice_lines`: skipped steps, warnings, the user's
+conditions) and git, each once. A run that
 gave up gets a deterministic report — the problem, what was finished and committed, what failed
 and what is left — and its `error` says the same in a bounded form, because that is all Kotlin
 shows of a failed run.
@@ -14,7 +15,7 @@ import logging
 from typing import Any
 
 from app.graph import chat, prompts, report
-from app.graph.nodes._common import NodeRuntime, changed_files, run_language, task_of
+from app.graph.nodes._common import NodeRuntime, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.texts import Texts, texts
 from app.llm.budget import BudgetExceededError
@@ -58,26 +59,14 @@ def git_note(state: OrchestratorState, t: Texts) -> str:
     return str(getattr(t, f"git_{outcome}")).format(branch=state.get("branch") or "-")
 
 
-def _must_say(state: OrchestratorState, t: Texts) -> list[str]:
-    """Lines an LLM-written report might drop but the user must read."""
-    lines = []
-    if skipped := state.get("skipped"):
-        lines.append(t.report_skipped.format(steps="; ".join(f"{s['step_index'] + 1}. {s['title'][:80]}"
-                                                             for s in skipped)))
-    if warnings := state.get("warnings"):
-        lines.append(t.report_warnings.format(warnings="; ".join(dict.fromkeys(warnings))))
-    if conditions := state.get("user_conditions"):
-        lines.append(t.report_conditions.format(conditions="; ".join(dict.fromkeys(conditions))))
-    return lines
-
-
 async def finalize(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
     language = run_language(state, ctx.settings)
     t = texts(language)
     halt = state.get("halt")
     problem = halt["message"] if halt else state.get("error")
-    updates: dict[str, Any] = {"artifacts": changed_files(state)}
+    files = report.changed_files(state)
+    updates: dict[str, Any] = {"artifacts": files}
     if problem:
         lines = [t.report_problem.format(problem=problem), *report.report_lines(state, t), git_note(state, t)]
         summary = "\n".join(line for line in lines if line)
@@ -87,18 +76,20 @@ async def finalize(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
         if not summary or state.get("step_results") and any(r.get("step_type") != "respond"
                                                              for r in state["step_results"]):
             summary = await _written(state, runtime, t, language)
-        summary = "\n\n".join([summary, *_must_say(state, t)])
+        else:  # an answer: the notices the structured report would carry are added here
+            summary = "\n\n".join([summary, *report.notice_lines(state, t)])
         if note := git_note(state, t):
             summary = f"{summary}\n\n{note}"
         updates["final_result"] = summary
     ctx.context_store.save_nowait(task_of(state)["id"], "task", "final", summary[:500],
                                   {"summary": summary, "branch": state.get("branch"),
-                                   "artifacts": changed_files(state), "error": updates.get("error")})
+                                   "artifacts": files, "error": updates.get("error")})
     return updates
 
 
 async def _written(state: OrchestratorState, runtime: NodeRuntime, t: Texts, language: str) -> str:
-    """The LLM's report, or the structured one; the budget running out here is no failure."""
+    """The LLM's report with the notices it must not leave out, or the structured one (which has
+    them); the budget running out here is no failure."""
     ctx = runtime.context
     note = ""
     try:
@@ -109,7 +100,7 @@ async def _written(state: OrchestratorState, runtime: NodeRuntime, t: Texts, lan
     except BudgetExceededError as exc:
         log.warning("budget exhausted at the final report, using the structured one: %s", exc)
         written, note = "", t.report_budget_stop.format(reason=exc)
-    summary = written or structured_summary(state, t)
+    summary = "\n\n".join([written, *report.notice_lines(state, t)]) if written else structured_summary(state, t)
     if note:
         summary = f"{summary}\n\n{note}"
     if (budget := current_scope().budget) is not None and budget.total().calls:

@@ -25,7 +25,6 @@ from app.graph.answers import read_approval
 from app.graph.approval import Modification, classify_modification
 from app.graph.nodes._common import (
     NodeRuntime,
-    changed_files,
     clip,
     current_goal,
     emit,
@@ -36,6 +35,7 @@ from app.graph.nodes._common import (
     task_brief,
     task_of,
 )
+from app.graph.report import changed_files
 from app.graph.state import OrchestratorState
 from app.graph.texts import texts
 from app.schemas.domain import CodingStep, StepType

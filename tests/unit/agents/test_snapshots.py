@@ -57,7 +57,7 @@ def is_executable(path: Path) -> bool:
     return bool(path.stat().st_mode & stat.S_IXUSR)
 
 
-# ---------------------------------------------------------------------- ensure / forget
+# ---------------------------------------------------------------------- ensure / recorded
 async def test_ensure_records_the_base_once_and_returns_it_to_later_calls_and_new_instances(
         repo: Path, snapshots: WorkspaceSnapshots) -> None:
     first = await snapshots.ensure(repo, "task-1.step_2")
@@ -87,23 +87,12 @@ async def test_ensure_records_different_trees_under_different_keys(repo: Path,
     assert second.created and second.tree != first.tree
 
 
-async def test_forget_drops_the_record_so_the_next_ensure_records_anew(repo: Path,
-                                                                       snapshots: WorkspaceSnapshots) -> None:
-    first = await snapshots.ensure(repo, "k")
-    (repo / "README.md").write_text("changed\n")
-    await snapshots.forget(repo, "k")
-    await snapshots.forget(repo, "k")  # a missing record is fine
-
-    again = await snapshots.ensure(repo, "k")
-    assert again.created and again.tree != first.tree
-
-
 @pytest.mark.parametrize("key", ["", "a/b", "../x", "..", "with space", "x" * 201, "ümlaut", "a\x00b"])
 async def test_a_bad_key_raises_value_error(repo: Path, snapshots: WorkspaceSnapshots, key: str) -> None:
     with pytest.raises(ValueError):
         await snapshots.ensure(repo, key)
     with pytest.raises(ValueError):
-        await snapshots.forget(repo, key)
+        await snapshots.recorded(repo, key)
 
 
 async def test_a_key_of_200_allowed_characters_is_accepted(repo: Path, snapshots: WorkspaceSnapshots) -> None:

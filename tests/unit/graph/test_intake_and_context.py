@@ -153,7 +153,7 @@ async def test_budget_spent_at_the_final_report_keeps_a_finished_run_done(ctx: R
     tracker = BudgetTracker(limits=BudgetLimits(max_tokens=100))
     tracker.record("plan", "local_fast", Usage(prompt_tokens=90, completion_tokens=20, calls=1))
     state = {"task": {"id": "t1", "query": "Přidej endpoint"}, "language": "cs", "git_outcome": "committed",
-             "branch": "task/t1", "commit_sha": "b" * 40,
+             "branch": "task/t1", "commit_sha": "b" * 40, "warnings": ["Testy nebyly spuštěny: make chybí"],
              "step_results": [{"step_index": 0, "success": True, "summary": "přidán", "changed_files": ["a.py"],
                                "step_type": "code"}]}
 
@@ -164,6 +164,7 @@ async def test_budget_spent_at_the_final_report_keeps_a_finished_run_done(ctx: R
     report = update["final_result"]
     assert report.startswith("Dokončeno 1 z 1 kroků. Změněné soubory: a.py. Větev task/t1, commit bbbbbbbbbbbb.")
     assert "Rozpočet LLM byl vyčerpán při závěrečné zprávě" in report
+    assert report.count("Testy nebyly spuštěny: make chybí") == 1  # the structured report's notices, once
     assert report.endswith("Změny jsou commitnuté ve větvi task/t1.")
 
 

@@ -16,10 +16,9 @@ STEPS = [{"index": 0, "instructions": "Napiš testy pro /health"},
          {"index": 2, "instructions": "Spusť lint"}]
 
 
-def _result(goal: int, step: int, success: bool, attempt: int = 1, files: tuple[str, ...] = (),
-            skipped: bool = False) -> dict[str, Any]:
+def _result(goal: int, step: int, success: bool, attempt: int = 1, files: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"goal_index": goal, "step_index": step, "success": success, "attempt": attempt,
-            "changed_files": list(files), "skipped": skipped, "summary": f"{goal}.{step}/{attempt}"}
+            "changed_files": list(files), "summary": f"{goal}.{step}/{attempt}"}
 
 
 def _halted_run(**more: Any) -> dict[str, Any]:
@@ -29,7 +28,7 @@ def _halted_run(**more: Any) -> dict[str, Any]:
         "step_results": [
             _result(0, 0, False, 1, ("api.py",)), _result(0, 0, True, 2, ("api.py", "routes.py")),
             _result(1, 0, True, 1, ("tests/test_health.py",)),
-            _result(1, 1, False, 1, ("junk.py",)), _result(1, 1, False, 1, ("junk.py",), skipped=True),
+            _result(1, 1, False, 1, ("junk.py",)), _result(1, 1, False, 2, ("junk.py",)),  # then skipped
             _result(1, 2, False, 3, ("lint.cfg",)),
         ],
         "goal_summaries": [{"goal_id": "g1", "title": "Přidat endpoint", "summary": "ok"}],
