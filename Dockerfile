@@ -21,6 +21,23 @@ COPY requirements.txt /tmp/requirements.txt
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install --no-cache-dir -r /tmp/requirements.txt
 
+# ---------------------------------------------------------------- aider: the local runner's agent
+# Only with `--build-arg LOCAL_AIDER=true` (docker-compose.yml sets it): the cluster image runs its
+# agents as Jobs of their own images and carries an empty directory here instead of ~700 MB.
+# The marker names the pin, as app/agents/aider_install.py expects (same pin as AIDER_SPEC there).
+FROM python:3.11.14-slim-bookworm AS aider
+
+ARG LOCAL_AIDER=false
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+RUN if [ "$LOCAL_AIDER" = "true" ]; then \
+        python -m venv /opt/aider-venv \
+        && /opt/aider-venv/bin/pip install --no-cache-dir "aider-chat==0.86.2" \
+        && /opt/aider-venv/bin/aider --version \
+        && echo "aider-chat==0.86.2" > /opt/aider-venv/.jervis-installed; \
+    else mkdir -p /opt/aider-venv; fi
+
 # ---------------------------------------------------------------- runtime
 FROM python:3.11.14-slim-bookworm
 
@@ -46,6 +63,7 @@ RUN apt-get update \
     && chown 1000:1000 /opt/jervis/data
 
 COPY --from=builder /opt/venv /opt/venv
+COPY --from=aider /opt/aider-venv /opt/aider-venv
 
 # HOME=/tmp: the root filesystem is read-only in the cluster; /tmp is an emptyDir there.
 # LITELLM_LOCAL_MODEL_COST_MAP: litellm must never fetch its price map from the internet.
@@ -54,7 +72,8 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     HOME=/tmp \
     LITELLM_LOCAL_MODEL_COST_MAP=True \
-    DATA_ROOT=/opt/jervis/data
+    DATA_ROOT=/opt/jervis/data \
+    AIDER_VENV=/opt/aider-venv
 
 # The repository layout is kept: app/agents/local.py finds the agent entrypoint at
 # <root>/agent-images/entrypoint/jervis_entrypoint.py (parents[2] of its own file).

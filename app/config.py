@@ -66,10 +66,16 @@ class Settings(BaseSettings):
     """Registry of the agent images."""
     agent_runner: Literal["local", "kubernetes"] = "local"
     """`local`: the agent entrypoint as a subprocess; `kubernetes`: one Job per step."""
+    local_agents: dict[AgentName, AgentName] = Field(default_factory=lambda: {
+        "aider": "aider", "openhands": "aider", "claude": "aider", "junie": "aider",
+    })
+    """Local runner: the agent that runs steps planned for each type (JSON). `aider` is installed into its own virtualenv (`AIDER_VENV`) on first use and works with the local LLM (the embedded model or Ollama); the others must be on PATH with their own credentials."""
     local_agent_command: list[str] = Field(default_factory=list)
-    """Local runner: the agent command (argv, JSON list) for every agent type. Empty = the built-in deterministic agent (`app/agents/scripted_agent.py`), which only applies file edits the instructions spell out."""
-    local_real_agents: bool = False
-    """Local runner: run the real agent of each step (aider / claude / … on PATH) instead."""
+    """Local runner: one command (argv, JSON list) that replaces the agent of every type, e.g. the tests' deterministic agent. Empty = `LOCAL_AGENTS`."""
+    aider_venv: str = ".cache/agents/aider-venv"
+    """Local runner: Aider's own virtualenv (relative paths are under the project directory); installed there on first use unless it already holds the pinned version."""
+    aider_args: list[str] = Field(default_factory=lambda: ["--edit-format", "whole", "--map-tokens", "0"])
+    """Extra Aider flags for both runners (JSON list): whole-file edits and no repository map keep a small local model reliable (the diff formats fail often with a 1.5B model); a large model may prefer `["--edit-format", "diff"]`."""
     agent_images: dict[str, str] = Field(default_factory=lambda: {
         "aider": "jervis-aider", "openhands": "jervis-coding-engine", "claude": "jervis-claude", "junie": "jervis-junie",
     })

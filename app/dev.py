@@ -8,7 +8,11 @@ Without a reachable Ollama (`OLLAMA_URL` unset, or its `/api/tags` not answering
 without `LOCAL_LLM_API_BASE`, an embedded model (Qwen2.5-Coder-1.5B-Instruct on llama-cpp-python,
 `app/llm/embedded_model.py`) is installed the first time (a 5-10 minute build and a 1.1 GB
 download, cached in `.cache/llm/`), started on a free loopback port and handed to the service as
-`LOCAL_LLM_API_BASE` / `LOCAL_LLM_MODEL`. `JERVIS_EMBEDDED_LLM=0` turns this off. Everything else
+`LOCAL_LLM_API_BASE` / `LOCAL_LLM_MODEL`. `JERVIS_EMBEDDED_LLM=0` turns this off.
+
+Code steps run the local Aider (`LOCAL_AGENTS`), installed here the first time into
+`.cache/agents/aider-venv` (1-3 minutes). Status pushes go to `KOTLIN_SERVER_URL`, by default
+`http://127.0.0.1:5500`, where the terminal client (`scripts/jervis run`) listens. Everything else
 comes from the environment as in production.
 """
 
@@ -22,6 +26,9 @@ from pathlib import Path
 
 import uvicorn
 
+from app.agents.aider_install import AiderInstallError, ensure_aider
+from app.agents.local_agents import LocalAgents
+from app.config import Settings
 from app.llm.embedded_model import (
     DEFAULT_CACHE_DIR,
     EmbeddedModel,
@@ -50,6 +57,22 @@ def start_embedded_llm(work_dir: Path) -> EmbeddedModel | None:
     return model
 
 
+def prepare_local_agents() -> None:
+    """Install the local Aider now (with its progress line) rather than inside the first step,
+    when the local runner will use it; a failure is reported and retried at the first step."""
+    settings = Settings()
+    if settings.agent_runner != "local":
+        return
+    agents = LocalAgents(settings)
+    if any(agents.program(agent_type) == "aider" for agent_type in settings.agent_concurrency):
+        try:
+            ensure_aider(agents.aider_venv)
+        except AiderInstallError as exc:
+            print(f"aider: not installed ({exc}); code steps will try again", flush=True)
+    for agent_type, runs_it in agents.describe().items():
+        print(f"agent {agent_type}: {runs_it}", flush=True)
+
+
 def main() -> None:
     # uvicorn re-raises SIGTERM after its graceful shutdown; with the default handler that would
     # kill this process before `finally` stops the embedded servers. Installed first, so a
@@ -71,6 +94,9 @@ def main() -> None:
             embedded = EmbeddedMongo(data_dir=base / "mongo", work_dir=base)
             os.environ["MONGODB_URL"] = embedded.start()
             print(f"embedded MongoDB (nx-27017) at {os.environ['MONGODB_URL']}, data in {base / 'mongo'}", flush=True)
+        # Pushes go to the terminal client's receiver (`python -m app.cli run` listens here).
+        os.environ.setdefault("KOTLIN_SERVER_URL", "http://127.0.0.1:5500")
+        prepare_local_agents()
         uvicorn.run("app.main:app", host=os.environ.get("HOST", "0.0.0.0"), port=int(os.environ.get("PORT", "8090")))
     finally:
         if embedded is not None:

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 from pymongo import AsyncMongoClient
 
+from app.agents.factory import describe_agents
 from app.clients.knowledge_base import KnowledgeBaseClient
 from app.config import Settings
 from app.llm.health import ProviderHealth
@@ -50,6 +51,7 @@ class HealthChecker:
             "active_runs": self._runs.active_count,
             "max_concurrent_orchestrations": self._settings.max_concurrent_orchestrations,
             "agent_runner": self._settings.agent_runner,
+            "agents": describe_agents(self._settings),  # a few stat calls: the install state now
             "pod_id": self._settings.pod_id,
             "dependencies": dependencies,
             "llm_tiers": tiers,

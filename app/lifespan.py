@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from langgraph.checkpoint.mongodb import MongoDBSaver
 from pymongo import MongoClient
 
-from app.agents.factory import create_runner
+from app.agents.factory import create_runner, describe_agents
 from app.agents.workspace import WorkspaceManager
 from app.chat.compression import ChatCompressor
 from app.clients.knowledge_base import KnowledgeBaseClient
@@ -119,4 +119,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                                       chat_compressor=ChatCompressor(llm), correction=correction)
         log.info("orchestrator ready (pod %s, runner %s, max %d concurrent)", settings.pod_id,
                  settings.agent_runner, settings.max_concurrent_orchestrations)
+        for agent_type, runs_it in describe_agents(settings).items():
+            log.info("agent %s: %s", agent_type, runs_it)
         yield

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -14,6 +15,11 @@ from typing import Any, TypeVar
 from tests.fixtures.llm_server import Reply
 
 T = TypeVar("T")
+
+#: The tests' deterministic agent (tests/fixtures/scripted_agent.py) as LOCAL_AGENT_COMMAND /
+#: AGENT_COMMAND: the product's default agent is the real Aider, which the tests select only where
+#: they mean to run it (tests/agent_images).
+SCRIPTED_AGENT = [sys.executable, str(Path(__file__).resolve().parent / "fixtures" / "scripted_agent.py")]
 
 
 class FakeClock:

@@ -307,10 +307,13 @@ def prompt_arg(step: Step) -> str:
 def aider_argv(config: Config, step: Step, in_git: bool) -> list[str]:
     """Aider never commits (the orchestrator does, after approval) and keeps its history in .jervis/.
     `--no-gitignore`: it must not edit the repository's .gitignore; `--no-git` outside a repository,
-    or `--yes-always` would let it run `git init`."""
+    or `--yes-always` would let it run `git init`. With `--yes-always` it would also run the shell
+    commands it suggests and fetch URLs it sees in the instructions: both off (the orchestrator runs
+    the tests). Edit format and repository map come from AGENT_EXTRA_ARGS (the service's AIDER_ARGS)."""
     argv = ["aider", "--message-file", f"{JERVIS_DIR}/instructions.md", "--yes-always", "--no-auto-commits",
             "--no-dirty-commits", "--no-pretty", "--no-stream", "--no-check-update", "--no-analytics",
             "--no-show-model-warnings", "--no-show-release-notes", "--no-gitignore", "--no-fancy-input",
+            "--no-suggest-shell-commands", "--no-detect-urls", "--no-restore-chat-history",
             "--chat-history-file", f"{JERVIS_DIR}/aider.chat.history.md",
             "--input-history-file", f"{JERVIS_DIR}/aider.input.history"]
     if not in_git:

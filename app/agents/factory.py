@@ -1,4 +1,4 @@
-"""AGENT_RUNNER name → runner (metered, whichever it is)."""
+"""AGENT_RUNNER name → runner (metered, whichever it is), and what runs each agent type."""
 
 from __future__ import annotations
 
@@ -11,6 +11,18 @@ from app.observability.metrics import Metrics
 
 def create_runner(settings: Settings, workspaces: WorkspaceManager, metrics: Metrics) -> AgentRunner:
     return MeteredRunner(_create(settings, workspaces), metrics)
+
+
+def describe_agents(settings: Settings) -> dict[str, str]:
+    """Agent type → what runs its steps (`/health` and the start-up log): the image of its Job, or
+    the local program (by default the local Aider on the local LLM)."""
+    if settings.agent_runner == "kubernetes":
+        from app.agents.job_spec import agent_image
+
+        return {agent_type: f"Job of {agent_image(settings, agent_type)}" for agent_type in settings.agent_concurrency}
+    from app.agents.local_agents import LocalAgents
+
+    return LocalAgents(settings).describe()
 
 
 def _create(settings: Settings, workspaces: WorkspaceManager) -> AgentRunner:

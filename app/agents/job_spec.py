@@ -7,6 +7,7 @@ restarts mid-step finds the Job it already created instead of starting a second 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 
 from kubernetes import client
@@ -74,6 +75,8 @@ def _env(settings: Settings, job: AgentJob) -> list[client.V1EnvVar]:
         "JERVIS_MODE": job.entrypoint_mode,
         "JERVIS_ATTEMPT": str(job.attempt),
     }
+    if job.agent_type == "aider" and job.entrypoint_mode == "agent":
+        plain["AGENT_EXTRA_ARGS"] = json.dumps(settings.aider_args)
     env = [client.V1EnvVar(name=key, value=value) for key, value in plain.items()]
     if job.mode == "test":  # the project's tests need no agent credentials
         return env

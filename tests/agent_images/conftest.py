@@ -18,13 +18,14 @@ from pathlib import Path
 
 import pytest
 
+from app.agents.aider_install import AiderInstallError, ensure_aider
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE = REPO_ROOT / ".cache" / "agents"
 ENTRYPOINT = REPO_ROOT / "agent-images" / "entrypoint" / "jervis_entrypoint.py"
 KB_MCP_SERVER = REPO_ROOT / "agent-images" / "kb_mcp" / "kb_server.py"
 
-# Same pins as the Dockerfiles (agent-images/*/Dockerfile).
-AIDER_SPEC = "aider-chat==0.86.2"
+# Same pins as the Dockerfiles (agent-images/*/Dockerfile); Aider's is the service's own (AIDER_SPEC).
 CLAUDE_SPEC = "@anthropic-ai/claude-code@2.1.197"
 MCP_SPEC = "mcp==2.3.0"
 INSTALL_TIMEOUT = 900
@@ -88,8 +89,12 @@ def npm_package(name: str, spec: str) -> Path:
 
 @pytest.fixture(scope="session")
 def aider_bin() -> Path:
-    """bin directory of the Aider virtualenv (aider pins its own litellm: never the service's venv)."""
-    bin_dir = python_venv("aider-venv", AIDER_SPEC)
+    """bin directory of the Aider virtualenv (aider pins its own litellm: never the service's venv),
+    installed by the service's own installer, which the local runner uses on first use."""
+    try:
+        bin_dir = ensure_aider(CACHE / "aider-venv", log=_progress)
+    except AiderInstallError as exc:
+        pytest.fail(f"installing Aider failed: {exc}")
     assert (bin_dir / "aider").exists(), f"no aider in {bin_dir}"
     return bin_dir
 

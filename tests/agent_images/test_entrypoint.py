@@ -1,6 +1,6 @@
 """The agent entrypoint as a real process on real git repositories (agent-images/CONTRACT.md).
 
-Agent mode drives the deterministic scripted agent (app/agents/scripted_agent.py) as an
+Agent mode drives the deterministic scripted agent (tests/fixtures/scripted_agent.py) as an
 `AGENT_TYPE=command` agent, and a tiny fake `claude` for Claude Code's JSON shapes. Git mode
 commits and pushes to a local bare repository. Test mode runs real shell commands, make and Python.
 """
@@ -23,7 +23,7 @@ import pytest
 from tests.agent_images.conftest import ENTRYPOINT, REPO_ROOT, base_env
 from tests.support import file_block, git, make_git_repo
 
-SCRIPTED_AGENT = REPO_ROOT / "app" / "agents" / "scripted_agent.py"
+SCRIPTED_AGENT = REPO_ROOT / "tests" / "fixtures" / "scripted_agent.py"
 AGENT = [sys.executable, str(SCRIPTED_AGENT)]
 
 

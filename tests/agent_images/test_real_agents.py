@@ -18,6 +18,10 @@ from typing import Any
 
 import pytest
 
+from app.agents.base import AgentJob
+from app.agents.local import LocalRunner
+from app.agents.workspace import StepBrief, WorkspaceManager
+from app.config import Settings
 from tests.agent_images.conftest import ENTRYPOINT, KB_MCP_SERVER, base_env
 from tests.fixtures.kb_server import FakeKbServer
 from tests.fixtures.llm_server import RecordedRequest, Reply, ScriptedLlmServer
@@ -194,3 +198,42 @@ def test_claude_uses_the_kb_mcp_server(claude_bin: Path, mcp_python: Path, llm: 
     assert {"mcp__jervis-kb__kb_search", "mcp__jervis-kb__kb_store"} <= {t["name"] for t in search.body["tools"]}
     assert [(r.path, r.data["query"], r.data["clientId"]) for r in kb.requests] == [
         ("/api/v1/retrieve", "token refresh", "c1")]
+
+
+async def test_the_local_runner_runs_the_real_aider_for_any_agent_type_by_default(
+        aider_bin: Path, llm: ScriptedLlmServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The product default (no LOCAL_AGENT_COMMAND): a step planned for `claude` runs the local Aider
+    from AIDER_VENV against the local OpenAI-compatible server, with the small-model flags; the
+    repository's .gitignore, index and HEAD stay untouched and no `.aider*` file is left to commit."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    repo = make_git_repo(tmp_path / "repo")
+    (repo / "greet.py").write_text('def greet():\n    return "hi"\n')
+    (repo / ".gitignore").write_text("*.pyc\n")
+    git(repo, "add", "greet.py", ".gitignore")
+    git(repo, "commit", "-qm", "greet")
+    before = git(repo, "rev-parse", "HEAD").strip()
+    llm.script(Reply("Make greet() return", AIDER_ANSWER, name="edit"))
+    settings = Settings(data_root=tmp_path, aider_venv=str(aider_bin.parent), local_llm_api_base=llm.url + "/v1",
+                        local_llm_model="openai/test-model")
+    workspaces = WorkspaceManager(tmp_path)
+    lines: list[str] = []
+
+    async def prepare() -> None:
+        workspaces.prepare(repo, StepBrief(agent_type="claude", instructions="Make greet() return 'hello world'.",
+                                           task={"id": "t1"}, files=["greet.py"]))
+
+    result = await LocalRunner(workspaces, settings).run(
+        AgentJob(thread_id="thread-t1-abcd", task_id="t1", client_id="c1", agent_type="claude", workspace=repo,
+                 timeout_seconds=AGENT_TIMEOUT, expect_changes=True), prepare=prepare, on_log=lines.append)
+
+    assert result.success, result.summary + "\n" + result.log_tail
+    assert result.changed_files == ["greet.py"]
+    assert (repo / "greet.py").read_text() == 'def greet():\n    return "hello world"\n'
+    assert (repo / ".gitignore").read_text() == "*.pyc\n"
+    assert git(repo, "rev-parse", "HEAD").strip() == before and git(repo, "diff", "--cached", "--name-only") == ""
+    assert git(repo, "status", "--porcelain").splitlines() == [" M greet.py"]  # no .aider* to commit
+    (request,) = [r for r in llm.requests if r.matched == "edit"]
+    assert request.model == "test-model" and "file listing" in request.text  # the whole-file edit format
+    output = "\n".join(lines)  # Aider's own start-up lines confirm the flags it was given
+    assert "Model: openai/test-model with whole edit format" in output and "Repo-map: disabled" in output

@@ -59,6 +59,7 @@ def test_orchestrator_service(default: dict[str, Any]) -> None:
     assert env["AGENT_RUNNER"] == "local"
     assert env["OLLAMA_URL"] == "http://ollama:11434"
     assert service["build"]["context"] == str(REPO_ROOT) and service["build"]["dockerfile"] == "Dockerfile"
+    assert service["build"]["args"] == {"LOCAL_AIDER": "true"}  # code steps run the Aider built into the image
     assert {(p["target"], p["published"]) for p in service["ports"]} == {(8090, "8090")}
     data = [v for v in service["volumes"] if v["target"] == env["DATA_ROOT"]]
     assert [(v["type"], v["source"]) for v in data] == [("volume", "jervis-data")]

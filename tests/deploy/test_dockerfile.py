@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from app.agents.aider_install import AIDER_SPEC, MARKER
 from app.agents.local import ENTRYPOINT
 from tests.deploy import dockerignore
 from tests.deploy.helpers import REPO_ROOT
@@ -165,3 +166,19 @@ def test_dockerignore_matcher_follows_docker() -> None:
     assert dockerignore.excluded("docs/v1/tmp/f", patterns) and not dockerignore.excluded("docs/tmp", patterns)
     assert dockerignore.excluded("abc", patterns) and not dockerignore.excluded("abbc", patterns)
     assert not dockerignore.excluded("app/main.py", patterns)
+
+
+def test_the_local_aider_is_built_in_only_when_asked_and_with_the_service_pin(instructions: list[Instruction],
+                                                                           final: list[Instruction]) -> None:
+    """`LOCAL_AIDER=true` (docker-compose) bakes the local runner's Aider in at AIDER_VENV, marked
+    as installed with the pin the service checks (so the read-only container never installs);
+    the cluster image gets an empty directory. The agent image pins the same version."""
+    [aider] = [s for s in stages(instructions) if s[0].args.split()[-1] == "aider"]
+    assert "LOCAL_AIDER=false" in args_of(aider, "ARG")
+    [run] = args_of(aider, "RUN")
+    assert f'pip install --no-cache-dir "{AIDER_SPEC}"' in run
+    assert f'echo "{AIDER_SPEC}" > /opt/aider-venv/{MARKER}' in run and "else mkdir -p /opt/aider-venv" in run
+    assert "--from=aider /opt/aider-venv /opt/aider-venv" in args_of(final, "COPY")
+    assert env_of(final)["AIDER_VENV"] == "/opt/aider-venv"
+    agent_image = parse_dockerfile((REPO_ROOT / "agent-images" / "aider" / "Dockerfile").read_text())
+    assert f"AIDER_VERSION={AIDER_SPEC.partition('==')[2]}" in args_of(agent_image, "ARG")

@@ -5,21 +5,19 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
-from app.agents import scripted_agent
 from app.agents.base import AgentJob
 from app.agents.local import LocalRunner
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
-from tests.support import file_block, git, make_git_repo
+from tests.support import SCRIPTED_AGENT, file_block, git, make_git_repo
 
-AGENT = [sys.executable, str(Path(scripted_agent.__file__))]
+AGENT = SCRIPTED_AGENT
 
 
 @pytest.fixture
@@ -46,7 +44,7 @@ def hand_over(manager: WorkspaceManager, workspace: Path, instructions: str) -> 
 
 
 def runner(manager: WorkspaceManager, command: list[str] | None = None) -> LocalRunner:
-    return LocalRunner(manager, Settings(local_agent_command=command or []))
+    return LocalRunner(manager, Settings(local_agent_command=command or AGENT))
 
 
 def agent_pids(workspace: Path) -> list[int]:

@@ -21,6 +21,7 @@ from app.graph.builder import build_graph
 from app.graph.context import RunContext
 from app.llm.provider import LitellmProvider
 from app.persistence.context_store import COLLECTION_NAME, ContextStore
+from tests.support import SCRIPTED_AGENT
 
 
 @pytest.fixture
@@ -30,6 +31,7 @@ def run_settings(request: pytest.FixtureRequest, llm: Any, kb: Any, kotlin: Any,
     return {"ollama_url": llm.url, "local_model": "test-model", "heartbeat_dead_seconds": 10,
             "knowledgebase_url": kb.url, "kotlin_server_url": kotlin.url, "data_root": tmp_path,
             "kb_timeout_seconds": 2, "response_language": "cs", "llm_retry_base_delay": 0.01,
+            "local_agent_command": SCRIPTED_AGENT,
             **(marker.kwargs if marker else {})}
 
 
