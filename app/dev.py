@@ -59,7 +59,8 @@ def start_embedded_llm(work_dir: Path) -> EmbeddedModel | None:
 
 def prepare_local_agents() -> None:
     """Install the local Aider now (with its progress line) rather than inside the first step,
-    when the local runner will use it; a failure is reported and retried at the first step."""
+    when the local runner will use it; a failure is reported and retried at the first step. The
+    service's start-up log then says what runs each agent type."""
     settings = Settings()
     if settings.agent_runner != "local":
         return
@@ -69,8 +70,6 @@ def prepare_local_agents() -> None:
             ensure_aider(agents.aider_venv)
         except AiderInstallError as exc:
             print(f"aider: not installed ({exc}); code steps will try again", flush=True)
-    for agent_type, runs_it in agents.describe().items():
-        print(f"agent {agent_type}: {runs_it}", flush=True)
 
 
 def main() -> None:

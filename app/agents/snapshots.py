@@ -161,6 +161,15 @@ class WorkspaceSnapshots:
                               base, current, "--")
         return _bounded(out.decode(errors="replace"), max_chars, "diff")
 
+    async def read_base(self, workspace: Path, base: str, path: str, *, max_bytes: int = 1_000_000) -> bytes | None:
+        """A file's content in the base tree; None when the base has no such file (or it is larger)."""
+        _check_object_id(base)
+        spec = f"{base}:{path}"
+        size = await self._run(workspace, "cat-file", "-s", spec, ok_codes=(0, 128))
+        if not size.strip().isdigit() or int(size) > max_bytes:
+            return None
+        return await self._run(workspace, "cat-file", "blob", spec)
+
     # ------------------------------------------------------------------ restore steps
     async def _changes(self, workspace: Path, base: str) -> list[Change]:
         """What differs between the base and the working tree now (no rename pairing: one path each)."""

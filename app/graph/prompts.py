@@ -97,7 +97,9 @@ STEP_FIELDS_GUIDE = (
     "expects_changes is false only for a step that inspects, analyses or runs something without "
     "changing files (what it finds is passed to the next steps); otherwise true. critical is false "
     "only for a step the task can do without (it may be skipped if it keeps failing); otherwise true. "
-    "tracker_operations stays an empty list except in tracker steps."
+    "tracker_operations stays an empty list except in tracker steps. The orchestrator runs the tests, "
+    "reviews the change and commits after the user approves: plan no step that only tests, commits or "
+    "pushes. A small change (one function, one file) is one step."
 )
 
 

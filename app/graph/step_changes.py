@@ -64,6 +64,18 @@ async def discard(snapshots: WorkspaceSnapshots, workspace: Path, base: str | No
         return []
 
 
+async def base_content(snapshots: WorkspaceSnapshots, workspace: Path, base: str | None, path: str) -> str | None:
+    """A file as it was before the step; None when it did not exist, or the base cannot be read."""
+    if not base:
+        return None
+    try:
+        content = await snapshots.read_base(workspace, base, path)
+    except SnapshotError as exc:
+        log.warning("no base content of %s: %s", path, exc)
+        return None
+    return None if content is None else content.decode(errors="replace")
+
+
 async def diff(snapshots: WorkspaceSnapshots, workspace: Path, base: str | None, *, stat: bool = False) -> str:
     """The step's unified diff (for the review) or its diff stat (for the reflection); "" without a base."""
     if not base:

@@ -34,6 +34,9 @@ class Texts:
     # evaluation findings (fed back to the agent on a retry)
     check_forbidden: str
     check_too_many_files: str
+    check_sentence_file: str
+    check_syntax: str
+    check_lost_definitions: str
     check_tests_failed: str
     check_tests_not_run: str
     check_no_test_command: str
@@ -105,6 +108,9 @@ CS = Texts(
     budget_warning="Rozpočet: {fraction} limitu ({dimension}) vyčerpáno",
     check_forbidden="Změněny zakázané soubory: {files}. Tyto soubory neměň.",
     check_too_many_files="Změněno {count} souborů, povoleno nejvýše {limit}: zužte změnu jen na to, co krok žádá.",
+    check_sentence_file="Vznikl soubor pojmenovaný jako věta: {path}. Změnu zapiš do souboru, kterého se krok týká.",
+    check_syntax="{path} po změně nejde přeložit (řádek {line}: {error}). Oprav syntaxi.",
+    check_lost_definitions="Z {path} zmizelo {names}, což krok nežádal. Zachovej původní obsah a jen přidej nebo uprav, co krok žádá.",
     check_tests_failed="Testy selhaly ({command}):\n{output}",
     check_tests_not_run="Testy nebyly spuštěny: {reason}",
     check_no_test_command="Testy nebyly spuštěny: v projektu jsem nenašel příkaz pro testy.",
@@ -177,6 +183,9 @@ EN = Texts(
     budget_warning="Budget: {fraction} of the limit ({dimension}) used",
     check_forbidden="Forbidden files were changed: {files}. Do not touch them.",
     check_too_many_files="{count} files changed, at most {limit} allowed: narrow the change to what the step asks.",
+    check_sentence_file="A file named like a sentence was created: {path}. Write the change into the file the step is about.",
+    check_syntax="{path} no longer parses (line {line}: {error}). Fix the syntax.",
+    check_lost_definitions="{path} lost {names}, which the step did not ask for. Keep the file's content and only add or change what the step asks.",
     check_tests_failed="Tests failed ({command}):\n{output}",
     check_tests_not_run="Tests were not run: {reason}",
     check_no_test_command="Tests were not run: no test command was found in the project.",

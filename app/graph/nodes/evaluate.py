@@ -1,15 +1,17 @@
 """evaluate (spec §7.9): did the step do its job? The agent's success, forbidden files and the
-changed-file budget, then — for code steps that changed something — the project's tests
-(`require_tests`) and an LLM review (`require_review`). A failed check fails the step with
+changed-file budget, then — for code steps that changed something — the files' integrity
+(`app/graph/integrity.py`), the project's tests (`require_tests`) and an LLM review
+(`require_review`). A failed check fails the step with
 feedback the reflection and the next attempt read; a check that could not run is a warning."""
 
 from __future__ import annotations
 
 from fnmatch import fnmatch
+from pathlib import Path
 from typing import Any
 
 from app.agents.test_command import resolve_test_command
-from app.graph import step_changes, verification
+from app.graph import integrity, step_changes, verification
 from app.graph.nodes._common import NodeRuntime, clip, current_goal, current_step, emit, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.texts import Texts, texts
@@ -71,20 +73,39 @@ async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
         step = CodingStep.model_validate(current_step(state))
         task = task_of(state)
         workspace = ctx.workspaces.resolve(task["workspace_path"])
-        if rules.get("require_tests"):
+        checks.append(await _integrity(state, runtime, step, workspace, last, t))
+        if rules.get("require_tests") and checks[-1].status == CheckStatus.PASSED:
             checks.append(await _tests(state, runtime, step, workspace, t, warnings))
         if rules.get("require_review") and checks[-1].status != CheckStatus.FAILED:
             checks.append(await _review(state, runtime, step, workspace, last, t, warnings, language))
     evaluation = verdict(checks)
     emit({"type": "verification", "acceptable": evaluation.acceptable,
           "checks": [c.model_dump(mode="json") for c in checks if c.status != CheckStatus.PASSED or c.name in
-                     ("tests", "review")]})
+                     ("integrity", "tests", "review")]})
     known = set(state.get("warnings") or [])
     fresh = [w for w in dict.fromkeys(warnings) if w not in known]
     updates: dict[str, Any] = {"evaluation": evaluation.model_dump(mode="json")}
     if not evaluation.acceptable and last.get("success"):  # the verdict joins the attempt's result
         updates["step_results"] = [last | {"success": False}]
     return updates | ({"warnings": fresh} if fresh else {})
+
+
+async def _integrity(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep, workspace: Path,
+                     last: dict[str, Any], t: Texts) -> EvaluationCheck:
+    """Files still whole: no lost definitions, Python that parses, no sentence-named files."""
+    base = last.get("base_tree")
+    files = []
+    for path in last.get("changed_files", []):
+        current = workspace / path
+        readable = current.is_file() and current.stat().st_size <= integrity.MAX_BYTES
+        after = current.read_text(errors="replace") if readable else None
+        files.append(integrity.ChangedFile(path, await step_changes.base_content(runtime.context.snapshots,
+                                                                                  workspace, base, path), after))
+    goal = current_goal(state)
+    asked = "\n".join((step.instructions, goal["title"], goal.get("description", ""), task_of(state)["query"]))
+    found = integrity.problems(files, asked, step.files, t)
+    return EvaluationCheck(name="integrity", status=CheckStatus.FAILED if found else CheckStatus.PASSED,
+                           message="\n".join(found))
 
 
 async def _tests(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep, workspace: Any, t: Texts,

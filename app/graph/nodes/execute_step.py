@@ -79,8 +79,7 @@ def render_instructions(step: CodingStep, goal: dict[str, Any], task: dict[str, 
         f"## Files\n{files}",
         f"## Rules\n- Do not run git commands; the orchestrator commits after the user approves.\n"
         f"- Never touch files matching: {forbidden}\n{report}"
-        + "".join(f"- The user's condition: {c}\n" for c in conditions or [])
-        + "- When done, write `.jervis/result.json`: {\"success\": bool, \"summary\": str, \"changedFiles\": [str]}",
+        + "".join(f"- The user's condition: {c}\n" for c in conditions or []),
         f"## Whole task\n{task['query']}",
         f"## Findings of earlier steps\n{findings}" if findings else "",
         f"## Earlier work\n{earlier}" if earlier else "",

@@ -14,6 +14,7 @@ from app.graph.nodes._common import (
     task_of,
 )
 from app.graph.state import OrchestratorState
+from app.graph.step_cleanup import without_orchestrator_duties
 from app.schemas.domain import CodingStep, GoalPlan, StepPlan, StepType
 
 
@@ -40,7 +41,7 @@ async def plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]
                                 decisions=decisions, language=language),
         StepPlan,
     )
-    steps = planned.steps
+    steps = without_orchestrator_duties(planned.steps)
     if action == "tracker_ops":
         for step in steps:
             step.step_type = StepType.TRACKER

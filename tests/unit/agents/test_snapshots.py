@@ -427,3 +427,16 @@ def wait_for_exit(pid: int, timeout: float = 2.0) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+async def test_read_base_gives_a_file_as_it_was_before_the_step(repo: Path, snapshots: WorkspaceSnapshots) -> None:
+    before = (repo / "src" / "app.py").read_bytes()
+    (repo / "untracked.txt").write_text("not committed, still in the base\n")
+    base = await snapshots.ensure(repo, "step")
+    (repo / "src" / "app.py").write_text("print('changed')\n")
+    (repo / "created.txt").write_text("new\n")
+
+    assert await snapshots.read_base(repo, base.tree, "src/app.py") == before
+    assert await snapshots.read_base(repo, base.tree, "untracked.txt") == b"not committed, still in the base\n"
+    assert await snapshots.read_base(repo, base.tree, "created.txt") is None  # the step created it
+    assert await snapshots.read_base(repo, base.tree, "src/app.py", max_bytes=len(before) - 1) is None

@@ -1,0 +1,65 @@
+"""Did the agent's edit keep the files whole? Checks that need no project tooling.
+
+A small model with Aider's whole-file format fails in recognisable ways: it rewrites a file and
+drops functions nobody asked it to touch, leaves Python that no longer parses, or turns a line of
+its answer into a file name ("2. Add the following code to the end of the file"). Each is caught
+here from the step's base (the workspace snapshot) and the file now, and fails the step with
+feedback the reflection and the retry read. Anything the instructions name may go: "remove add()"
+removes add.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from app.graph.texts import Texts
+
+#: Larger files are not read (a generated or data file, not an agent's edit of source).
+MAX_BYTES = 1_000_000
+#: A created path whose file name reads like a sentence: three or more words.
+_SENTENCE_NAME = re.compile(r"\S+\s+\S+\s+\S+")
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    path: str
+    before: str | None
+    """Content in the step's base; None for a file the step created."""
+    after: str | None
+    """Content now; None for a file the step deleted."""
+
+
+def problems(files: list[ChangedFile], instructions: str, named: list[str], t: Texts) -> list[str]:
+    """What is wrong with the changed files, as feedback lines (empty: nothing found)."""
+    found: list[str] = []
+    for file in files:
+        name = file.path.rsplit("/", 1)[-1]
+        if file.before is None and _SENTENCE_NAME.search(name) and file.path not in named:
+            found.append(t.check_sentence_file.format(path=file.path))
+            continue
+        if not file.path.endswith(".py") or file.after is None:
+            continue
+        try:
+            after = ast.parse(file.after)
+        except SyntaxError as exc:
+            found.append(t.check_syntax.format(path=file.path, line=exc.lineno or 0, error=exc.msg))
+            continue
+        if file.before is None:
+            continue
+        lost = [n for n in _top_level_names(file.before) - _top_level_names(after) if n not in instructions]
+        if lost:
+            found.append(t.check_lost_definitions.format(path=file.path, names=", ".join(sorted(lost))))
+    return found
+
+
+def _top_level_names(source: str | ast.Module) -> set[str]:
+    """Functions and classes defined at the top of a module (an unparsable base has none)."""
+    if isinstance(source, str):
+        try:
+            source = ast.parse(source)
+        except SyntaxError:
+            return set()
+    return {node.name for node in source.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}

@@ -1,0 +1,157 @@
+"""One real code request on embedded defaults: wall time per node and in total, and the result.
+
+    ./scripts/run.sh &                                 # the service on embedded defaults (:8090)
+    .venv/bin/python -m bench.embedded_run             # the subtract() request on a tiny repository
+    .venv/bin/python -m bench.embedded_run --request "Přidej do calc.py funkci multiply(a, b)"
+
+Creates a small git repository (calc.py with add(), a test file) under the service's DATA_ROOT,
+dispatches the request exactly as Kotlin does, follows the SSE stream, approves every gate
+("ano"), and prints each node's wall time (from the stream's node_start / node_end events), the
+total, the final status, whether a commit landed on the task branch and whether the new function
+works (imported from the committed file, not from the agent's word).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_REQUEST = "Add a subtract(a, b) function to calc.py that returns a - b"
+CALC = 'def add(a, b):\n    """Return the sum of a and b."""\n    return a + b\n'
+TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+STREAM_DEADLINE = 3600.0
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def make_repo(data_root: Path) -> tuple[Path, str]:
+    relative = f"bench/calc-{uuid.uuid4().hex[:8]}"
+    repo = data_root / relative
+    repo.mkdir(parents=True)
+    (repo / "calc.py").write_text(CALC)
+    (repo / "test_calc.py").write_text(TESTS)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "add", ".")
+    git(repo, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-qm", "calc")
+    return repo, relative
+
+
+def request_body(task_id: str, workspace: str, query: str) -> dict[str, Any]:
+    """The Kotlin OrchestrateRequestDto with every field, as the Kotlin client sends it."""
+    return {
+        "task_id": task_id, "client_id": "bench", "project_id": "calc", "client_name": None, "project_name": None,
+        "workspace_path": workspace, "query": query, "agent_preference": "auto",
+        "rules": {"branch_naming": "task/{taskId}", "commit_prefix": "task({taskId}):", "require_review": False,
+                  "require_tests": False, "require_approval_commit": True, "require_approval_push": True,
+                  "allowed_branches": ["task/*"], "forbidden_files": ["*.env"], "max_changed_files": 20,
+                  "auto_push": False, "auto_use_anthropic": False, "auto_use_openai": False,
+                  "auto_use_gemini": False},
+        "environment": None, "jervis_project_id": None, "chat_history": None,
+    }
+
+
+def follow(client: httpx.Client, thread_id: str) -> tuple[dict[str, Any], list[tuple[str, str, float]]]:
+    """Follow the stream to the end, approving every gate; returns the last event and the node times."""
+    cursor = 0
+    timings: list[tuple[str, str, float]] = []
+    where: dict[str, str] = {}
+    deadline = time.monotonic() + STREAM_DEADLINE
+    while time.monotonic() < deadline:
+        event_type, final = "", None
+        with client.stream("GET", f"/stream/{thread_id}", params={"after": cursor},
+                           timeout=httpx.Timeout(30.0, read=120.0)) as response:
+            response.raise_for_status()
+            for line in response.iter_lines():
+                if line.startswith("id: "):
+                    cursor = int(line[4:])
+                elif line.startswith("event: "):
+                    event_type = line[7:]
+                elif line.startswith("data: "):
+                    data = json.loads(line[6:])
+                    if event_type == "node_start":
+                        where[data["node"]] = (f"goal {data['goal_index'] + 1}/{data['total_goals']} "
+                                               f"step {data['step_index'] + 1}/{data['total_steps']} "
+                                               f"attempt {data['attempt']}") if data["total_steps"] else ""
+                        print(f"  … {data['node']:<16} {data.get('message', '')[:90]}", flush=True)
+                    elif event_type == "node_end" and data.get("duration_ms") is not None:
+                        timings.append((data["node"], where.get(data["node"], ""), data["duration_ms"] / 1000))
+                    elif event_type in ("done", "error", "approval_required"):
+                        final = {"type": event_type, **data}
+                        break
+        if final is None:
+            continue  # the stream closed without an ending: reconnect after the last event seen
+        if final["type"] != "approval_required":
+            return final, timings
+        interrupt = final.get("interrupt") or {}
+        print(f"  ? {interrupt.get('action')}: {str(interrupt.get('description', ''))[:300]!r} → ano", flush=True)
+        client.post(f"/approve/{thread_id}", json={"approved": True, "modification": None, "reason": "ano"},
+                    timeout=30).raise_for_status()
+    raise TimeoutError(f"no ending within {STREAM_DEADLINE:.0f} s")
+
+
+def subtract_works(repo: Path, branch: str) -> str:
+    """Import calc.py as committed on the branch and call subtract(5, 3)."""
+    try:
+        source = git(repo, "show", f"{branch}:calc.py")
+    except subprocess.CalledProcessError:
+        return f"no calc.py on {branch}"
+    target = repo.parent / f"{repo.name}-calc_check.py"
+    target.write_text(source)
+    try:
+        spec = importlib.util.spec_from_file_location("calc_check", target)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return f"subtract(5, 3) = {module.subtract(5, 3)!r}"
+    except Exception as exc:  # the model's code: anything can be wrong with it
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        target.unlink(missing_ok=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default="http://127.0.0.1:8090")
+    parser.add_argument("--data-root", type=Path, default=ROOT / ".data" / "workspaces",
+                        help="the service's DATA_ROOT (default: the launcher's)")
+    parser.add_argument("--request", default=DEFAULT_REQUEST)
+    args = parser.parse_args()
+    repo, relative = make_repo(args.data_root)
+    task_id = uuid.uuid4().hex[:24]
+    with httpx.Client(base_url=args.url) as client:
+        agents = client.get("/health", timeout=30).json().get("agents", {})
+        print(f"request: {args.request}\nrepository: {repo}\nagents: {agents.get('aider', '?')}", flush=True)
+        started = time.monotonic()
+        answer = client.post("/orchestrate/stream", json=request_body(task_id, relative, args.request), timeout=30)
+        answer.raise_for_status()
+        thread_id = answer.json()["thread_id"]
+        final, timings = follow(client, thread_id)
+        total = time.monotonic() - started
+        status = client.get(f"/status/{thread_id}", timeout=30).json()
+    print(f"\n{'node':<16} {'where':<30} seconds")
+    for node, where, seconds in timings:
+        print(f"{node:<16} {where:<30} {seconds:7.1f}")
+    print(f"{'total (wall)':<47} {total:7.1f}")
+    branch = status.get("branch") or final.get("branch") or ""
+    commits = git(repo, "log", "--oneline", f"main..{branch}").strip().splitlines() if branch else []
+    print(f"\nstatus: {final['type']}  branch: {branch or '-'}  commits on it: {len(commits)}")
+    print("summary: " + str(final.get("summary") or final.get("error") or "")[:600])
+    if commits:
+        print("check: " + subtract_works(repo, branch) + "   (" + commits[0] + ")")
+    return 0 if final["type"] == "done" and commits else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""The files-still-whole check of code steps (app/graph/integrity.py), and the planner's clean-up of
+steps that only test or commit (app/graph/step_cleanup.py): both written against what the embedded
+1.5B model was seen doing (bench/embedded_run.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.graph.integrity import ChangedFile, problems
+from app.graph.step_cleanup import is_orchestrator_duty, without_orchestrator_duties
+from app.graph.texts import texts
+from app.schemas.domain import CodingStep, StepType
+
+EN = texts("en")
+CALC = "def add(a, b):\n    return a + b\n"
+
+
+def test_a_file_rewritten_without_its_functions_fails_naming_what_was_lost() -> None:
+    """Seen on the embedded model: a 'test it' step replaced calc.py with a script calling it."""
+    rewritten = ChangedFile("calc.py", CALC + "\n\ndef subtract(a, b):\n    return a - b\n",
+                            "import calc\n\nprint(calc.subtract(5, 3))\n")
+    assert problems([rewritten], "Test the function", ["calc.py"], EN) == [
+        "calc.py lost add, subtract, which the step did not ask for. Keep the file's content and only add or "
+        "change what the step asks."]
+    # a name the instructions mention may go (they may have asked to remove or replace it)
+    assert problems([rewritten], "Test the subtract function", ["calc.py"], EN)[0].startswith("calc.py lost add, which")
+
+
+def test_an_added_function_passes_and_a_removal_the_step_asks_for_passes() -> None:
+    added = ChangedFile("calc.py", CALC, CALC + "\n\ndef subtract(a, b):\n    return a - b\n")
+    assert problems([added], "Add subtract(a, b)", ["calc.py"], EN) == []
+    removed = ChangedFile("calc.py", CALC + "\n\ndef old(a):\n    return a\n", CALC)
+    assert problems([removed], "Remove the unused function old()", ["calc.py"], EN) == []
+
+
+def test_python_that_no_longer_parses_fails_with_the_line() -> None:
+    broken = ChangedFile("pkg/calc.py", CALC, "def add(a, b)\n    return a + b\n")
+    [problem] = problems([broken], "Add a docstring", [], EN)
+    assert problem.startswith("pkg/calc.py no longer parses (line 1: ")
+    assert problems([ChangedFile("new.py", None, "def f(:\n")], "Create new.py", [], EN)[0].startswith(
+        "new.py no longer parses")
+
+
+def test_a_created_file_named_like_a_sentence_fails_unless_the_plan_named_it() -> None:
+    """Seen on the embedded model: Aider took a line of the answer for a file name."""
+    stray = ChangedFile("2. Add the following code to the end of the file", None, "def subtract(a, b): ...\n")
+    assert problems([stray], "Add subtract", ["calc.py"], EN) == [
+        "A file named like a sentence was created: 2. Add the following code to the end of the file. "
+        "Write the change into the file the step is about."]
+    assert problems([stray], "", ["2. Add the following code to the end of the file"], EN) == []
+    assert problems([ChangedFile("docs/release notes.md", None, "x")], "", [], EN) == []  # two words: a name
+
+
+@pytest.mark.parametrize("changed", [
+    ChangedFile("calc.py", CALC, None),                       # deleted: git shows it, nothing to parse
+    ChangedFile("README.md", "# a\n", "# b\n"),               # not Python
+    ChangedFile("broken_before.py", "def (:\n", "x = 1\n"),   # an unparsable base defines nothing
+])
+def test_what_cannot_be_judged_passes(changed: ChangedFile) -> None:
+    assert problems([changed], "Change it", [], EN) == []
+
+
+def test_czech_feedback() -> None:
+    rewritten = ChangedFile("calc.py", CALC, "print(1)\n")
+    assert problems([rewritten], "Přidej funkci", [], texts("cs")) == [
+        "Z calc.py zmizelo add, což krok nežádal. Zachovej původní obsah a jen přidej nebo uprav, co krok žádá."]
+
+
+def step(instructions: str, *, expects_changes: bool = True, step_type: StepType = StepType.CODE) -> CodingStep:
+    return CodingStep(instructions=instructions, expects_changes=expects_changes, step_type=step_type)
+
+
+EDIT = step("1. Open calc.py. 2. Add subtract(a, b) after add(). 3. Save the changes to calc.py.")
+TEST_AND_COMMIT = step(
+    "7. Test the subtract function by running it with some test cases in a Python environment.\n"
+    "8. If the subtraction function works correctly, commit the changes to the repository using `git add calc.py` "
+    "and `git commit -m 'Add subtract(a, b) function'`. Otherwise, make necessary adjustments and repeat the "
+    "testing process.")
+
+
+@pytest.mark.parametrize("instructions", [
+    TEST_AND_COMMIT.instructions,
+    "Run the tests.",
+    "Commit and push the changes.",
+    "Otestuj funkci subtract. Pokud funguje, commitni změny.",
+    "Finally verify that the tests pass.",
+])
+def test_steps_that_only_test_or_commit_are_the_orchestrators(instructions: str) -> None:
+    assert is_orchestrator_duty(step(instructions))
+
+
+@pytest.mark.parametrize("instructions", [
+    EDIT.instructions,
+    "Add a test for subtract to test_calc.py.",       # writing a test is work
+    "Fix the commit message parser in git_log.py.",   # about commits, not committing
+    "Run the linter and fix what it reports.",        # 'fix' is work
+    "Save the file.",                                 # names no duty
+])
+def test_steps_that_do_work_are_kept(instructions: str) -> None:
+    assert not is_orchestrator_duty(step(instructions))
+
+
+def test_duties_are_dropped_only_while_a_changing_step_remains() -> None:
+    assert without_orchestrator_duties([EDIT, TEST_AND_COMMIT]) == [EDIT]
+    assert without_orchestrator_duties([TEST_AND_COMMIT]) == [TEST_AND_COMMIT]  # never an empty plan
+    inspect = step("Run the tests and report which fail.", expects_changes=False)
+    assert without_orchestrator_duties([inspect, TEST_AND_COMMIT]) == [inspect, TEST_AND_COMMIT]
+    respond = step("Test the idea.", step_type=StepType.RESPOND)
+    assert not is_orchestrator_duty(respond)
