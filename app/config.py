@@ -215,7 +215,7 @@ class Settings(BaseSettings):
     kb_write_timeout_seconds: float = 60.0
     """Timeout of a KB write (ingest embeds the text while the request waits)."""
     correction_progress_interval_seconds: float = 10.0
-    """Correction progress while a chunk streams, at most this often (contract §3.3)."""
+    """Correction progress while a chunk streams, at most this often (`docs/api.md`, correction progress)."""
     push_timeout_seconds: float = 5.0
     """Timeout of one push to Kotlin."""
     push_attempts: int = 3

@@ -59,7 +59,7 @@ def kotlin_rules(**overrides: Any) -> dict[str, Any]:
 def orchestrate_body(*, task_id: str | None = None, query: str = "Přidej endpoint /health do API",
                      workspace_path: str = "clients/c1/default", rules: dict[str, Any] | None = None,
                      **overrides: Any) -> dict[str, Any]:
-    """Exactly what the Kotlin client sends: every field, explicit nulls (contract §2.2)."""
+    """Exactly what the Kotlin client sends: every field, explicit nulls (`docs/api.md`)."""
     body = {
         "task_id": task_id or new_task_id(), "client_id": "67a9b1c2d3e4f5a6b7c8d9e0", "project_id": None,
         "client_name": "Acme", "project_name": None, "workspace_path": workspace_path, "query": query,

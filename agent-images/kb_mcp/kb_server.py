@@ -3,7 +3,7 @@
 
 Claude Code and Junie start it from `.claude/mcp.json` as `python3 /opt/jervis/mcp/kb_server.py`
 with CLIENT_ID, PROJECT_ID, GROUP_ID, KB_URL and KB_WRITE_URL in its environment. It replaces the
-original `service-kb-mcp/server.py`, whose defects (shared/spec/kb-contract.md §3) it fixes:
+original `service-kb-mcp/server.py`, whose defects (kb-contract §3) it fixes:
 
 1. Built on the SDK's high-level server (`MCPServer` in mcp 2.x, `FastMCP` in 1.x), whose
    `tool()` decorator exists; the low-level `Server` has none, so the original never imported.

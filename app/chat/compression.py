@@ -1,4 +1,4 @@
-"""Chat compression (spec §16.3, kotlin-contract.md §2.6): a block of older messages becomes a
+"""Chat compression (spec §16.3, `docs/api.md`): a block of older messages becomes a
 summary block (summary, key decisions, topics, checkpoint) that later runs read instead."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pushes to the Kotlin server (contract §3).
+"""Pushes to the Kotlin server (`docs/api.md`, pushes to Kotlin).
 
 Pushes leave through one ordered queue drained by a background sender, so a graph node never
 waits for Kotlin (the original service did, and paid ~200 ms per node). Order is kept, so a

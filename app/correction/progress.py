@@ -1,4 +1,4 @@
-"""Correction progress pushes to Kotlin (kotlin-contract.md §3.3).
+"""Correction progress pushes to Kotlin (`docs/api.md`, correction progress).
 
 Only when the request has a `meetingId`: one push as each chunk starts, one every
 `interval` seconds while the model streams (from the provider's token callback), and a final

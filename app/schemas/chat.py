@@ -1,4 +1,4 @@
-"""`POST /internal/compress-chat` DTOs (kotlin-contract.md §2.6): snake_case, like Kotlin's @SerialName."""
+"""`POST /internal/compress-chat` DTOs (`docs/api.md`, chat compression): snake_case, like Kotlin's @SerialName."""
 
 from __future__ import annotations
 

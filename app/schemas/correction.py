@@ -1,4 +1,4 @@
-"""`/correction/*` wire DTOs and the correction-progress push (kotlin-contract.md §2.7, §3.3).
+"""`/correction/*` wire DTOs and the correction-progress push (`docs/api.md`, transcript correction).
 
 Every body is camelCase. Inbound models accept only the camelCase keys, ignore unknown ones and
 take an explicit `null` in a field with a Kotlin default as that default (Kotlin sends every

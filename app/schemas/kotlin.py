@@ -1,4 +1,4 @@
-"""Wire DTOs exactly as the Kotlin client speaks them (kotlin-contract.md).
+"""Wire DTOs exactly as the Kotlin client speaks them (`docs/api.md`).
 
 Inbound models ignore unknown keys and accept explicit nulls (Kotlin sends every field with
 `encodeDefaults = true`). Outbound push bodies are camelCase; `/status` values are strings only.

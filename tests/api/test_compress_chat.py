@@ -1,4 +1,4 @@
-"""`POST /internal/compress-chat` (kotlin-contract.md §2.6) against the real service over HTTP."""
+"""`POST /internal/compress-chat` (`docs/api.md`, chat compression) against the real service over HTTP."""
 
 from __future__ import annotations
 

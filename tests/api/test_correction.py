@@ -1,4 +1,4 @@
-"""`/correction/*` (kotlin-contract.md §2.7, §3.3; kb-contract.md §5) against the real service,
+"""`/correction/*` (`docs/api.md`, transcript correction; kb-contract.md §5) against the real service,
 the scripted LLM, the fake KB (which drops `metadata` on ingest like the real one) and the fake
 Kotlin server (which validates the correction-progress push like Ktor)."""
 

@@ -194,7 +194,7 @@ CORRECTION_EXAMPLE = {
 
 
 def test_kotlin_accepts_the_contract_examples(kotlin: FakeKotlinServer) -> None:
-    """The exact JSON examples of kotlin-contract §3.1-§3.3 decode, answer 200 and are recorded in order."""
+    """Push examples shaped as `docs/api.md` documents them decode, answer 200 and are recorded in order."""
     pushes = [("/internal/orchestrator-progress", PROGRESS_EXAMPLE)]
     pushes += [("/internal/orchestrator-status", body) for body in STATUS_EXAMPLES]
     pushes += [("/internal/correction-progress", CORRECTION_EXAMPLE)]

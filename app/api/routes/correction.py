@@ -1,5 +1,5 @@
-"""`/correction/*` (kotlin-contract.md §2.7): camelCase in and out. A failing KB or model is a
-502 with `detail` (Kotlin only needs a non-2xx); bad input is the app's readable 422."""
+"""`/correction/*` (`docs/api.md`, transcript correction): camelCase in and out. A failing KB or
+model is a 502 with `detail` (Kotlin only needs a non-2xx); bad input is the app's readable 422."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`POST /internal/compress-chat` (kotlin-contract.md §2.6, snake_case)."""
+"""`POST /internal/compress-chat` (`docs/api.md`, chat compression; snake_case)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire DTOs of the Kotlin contract (app/schemas/kotlin.py, kotlin-contract.md §2.2, §2.3, §3.1, §3.2)."""
+"""Wire DTOs of the Kotlin contract (app/schemas/kotlin.py, `docs/api.md`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from app.schemas.kotlin import (
 )
 from tests.fixtures.kotlin_server import DTOS, PROGRESS, STATUS, validate_dto
 
-#: kotlin-contract.md §2.2, "Example, exactly as Kotlin would send it".
+#: `docs/api.md`, "A request exactly as Kotlin sends it".
 KOTLIN_BODY: dict[str, Any] = json.loads("""
 {
   "task_id": "67ad0f1e2b3c4d5e6f708192",
