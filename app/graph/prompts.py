@@ -141,8 +141,9 @@ def execute_respond(*, instructions: str, task: str, context: str, language: str
 
 def finalize(*, facts: str, language: str) -> list[Message]:
     body = (
-        "Write the final report of an orchestration for the user in 3 to 5 sentences: what was "
-        f"done, what changed, what is left. {language_rule(language)}"
+        "Write the final report of an orchestration for the user in 3 to 5 plain sentences, without "
+        "headings or lists: what was done, what changed, what is left. State only what the facts say: "
+        f"never claim a push, a test run or a review the facts do not mention. {language_rule(language)}"
     )
     return [_system("finalize", body), _user([("Facts", facts)])]
 

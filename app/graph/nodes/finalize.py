@@ -23,6 +23,9 @@ from app.llm.provider import LlmError
 from app.llm.scope import current_scope
 
 log = logging.getLogger(__name__)
+#: 3-5 sentences need about 150 tokens; a small model asked for them still writes pages of
+#: Markdown when it may (measured: 66 s of the embedded model's time at the end of a run).
+REPORT_TOKENS = 400
 
 
 def facts(state: OrchestratorState) -> str:
@@ -93,7 +96,8 @@ async def _written(state: OrchestratorState, runtime: NodeRuntime, t: Texts, lan
     ctx = runtime.context
     note = ""
     try:
-        written = (await ctx.llm.complete(prompts.finalize(facts=facts(state), language=language))).strip()
+        written = (await ctx.llm.complete(prompts.finalize(facts=facts(state), language=language),
+                                          max_tokens=REPORT_TOKENS)).strip()
     except LlmError as exc:
         log.warning("final report by LLM failed, using the structured one: %s", exc)
         written = ""
