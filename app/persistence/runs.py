@@ -51,9 +51,11 @@ class RunStore:
         self._clock = clock
 
     async def setup(self) -> None:
-        """Indexes for the two lookups besides _id: by status (recovery) and by task (/status)."""
+        """Indexes for the lookups besides _id: by status (recovery), by task (/status) and the
+        newest first (`GET /runs`)."""
         await self._collection.create_index("status", name="status")
         await self._collection.create_index("task_id", name="task_id")
+        await self._collection.create_index("updated_at", name="updated_at")
 
     async def create(self, record: RunRecord) -> None:
         """Upsert the run; a re-created run (e.g. a restarted thread) keeps its first created_at."""
@@ -112,6 +114,14 @@ class RunStore:
         """Runs in one status, oldest first."""
         records = [_record(doc) async for doc in self._collection.find({"status": status})]
         return sorted(records, key=lambda record: record.created_at)
+
+    async def recent(self, limit: int) -> list[RunRecord]:
+        """The `limit` most recently updated runs, newest first (ties: the later thread id first,
+        so the order is stable)."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        cursor = self._collection.find({}).sort([("updated_at", -1), ("_id", -1)]).limit(limit)
+        return [_record(doc) async for doc in cursor]
 
 
 def _record(doc: Document) -> RunRecord:

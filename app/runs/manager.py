@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.pregel import Pregel
@@ -45,6 +46,7 @@ from app.schemas.kotlin import (
     StatusPush,
     status_reply,
 )
+from app.schemas.runs import RunList, RunSummary
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +90,19 @@ def _record_of(run: ActiveRun) -> RunRecord:
         branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage, percent=outcome.percent,
         report=outcome.report, created_at=0.0, updated_at=0.0,
     )
+
+
+def _summary(record: RunRecord) -> RunSummary:
+    """A run for `GET /runs`: typed values (unlike /status), ISO-8601 times, null for no text."""
+    return RunSummary(
+        thread_id=record.thread_id, task_id=record.task_id, client_id=record.client_id, status=record.status,
+        percent=record.percent, branch=record.branch or None, summary=record.summary or None,
+        error=record.error or None, created_at=_iso(record.created_at), updated_at=_iso(record.updated_at),
+    )
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
 def initial_state(request: OrchestrateRequest, thread_id: str, limits: BudgetLimits | None = None) -> dict[str, Any]:
@@ -264,6 +279,20 @@ class RunManager:
             case _:
                 return status_reply(thread_id, "error", error=record.error or "unknown error", report=record.report,
                                     branch=record.branch, percent=f"{record.percent:g}", **usage)
+
+    async def recent(self, limit: int) -> RunList:
+        """The latest runs, newest first (`GET /runs`). A run executing here shows its live
+        percent (its record is written only when a segment ends); one that just ended, its outcome."""
+        summaries = []
+        for record in await self._runs.recent(limit):
+            run = self._active.get(record.thread_id)
+            if run is not None and run.outcome is None:
+                record = record.model_copy(update={"percent": max(record.percent, run.progress.percent)})
+            elif run is not None:
+                record = _record_of(run).model_copy(update={"created_at": record.created_at,
+                                                            "updated_at": record.updated_at})
+            summaries.append(_summary(record))
+        return RunList(runs=summaries)
 
     # --- crash recovery ----------------------------------------------------------------------
 

@@ -83,10 +83,24 @@ async def test_list_by_status_returns_matching_runs_oldest_first(runs: RunStore)
     assert await runs.list_by_status("error") == []
 
 
-async def test_setup_indexes_status_and_task_id(runs: RunStore, mongo_db: Db) -> None:
+async def test_setup_indexes_status_task_id_and_updated_at(runs: RunStore, mongo_db: Db) -> None:
     await runs.setup()  # idempotent
     keys = {tuple(name for name, _ in info["key"]) for info in (await mongo_db[COLLECTION_NAME].index_information()).values()}
-    assert {("status",), ("task_id",)} <= keys
+    assert {("status",), ("task_id",), ("updated_at",)} <= keys
+
+
+async def test_recent_returns_the_latest_updated_runs_first_within_the_limit(runs: RunStore, clock: FakeClock) -> None:
+    for thread_id, created in (("t-old", 100.0), ("t-mid", 200.0), ("t-new", 300.0)):
+        clock.now = created
+        await runs.create(record(thread_id, created_at=created))
+    clock.now = 1000.0
+    await runs.update("t-old", status="done", summary="finished last")  # the oldest run was touched last
+
+    assert [r.thread_id for r in await runs.recent(2)] == ["t-old", "t-new"]
+    assert [r.thread_id for r in await runs.recent(200)] == ["t-old", "t-new", "t-mid"]
+    assert (await runs.recent(1))[0].summary == "finished last"
+    with pytest.raises(ValueError):
+        await runs.recent(0)
 
 
 async def test_claim_moves_a_running_run_to_the_new_pod_exactly_once(runs: RunStore) -> None:

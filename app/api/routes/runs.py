@@ -1,11 +1,12 @@
-"""Resume, cancel and the status safety net for one thread."""
+"""Resume, cancel and the status safety net for one thread; the list of recent runs."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
 from app.api.deps import RunManagerDep
 from app.schemas.kotlin import ApprovalResponse
+from app.schemas.runs import RunList
 
 router = APIRouter(tags=["runs"])
 
@@ -26,3 +27,9 @@ async def cancel_run(thread_id: str, runs: RunManagerDep) -> dict[str, str]:
 @router.get("/status/{thread_id}")
 async def read_status(thread_id: str, runs: RunManagerDep) -> dict[str, str]:
     return await runs.status(thread_id)
+
+
+@router.get("/runs", response_model=RunList)
+async def read_runs(runs: RunManagerDep, limit: int = Query(default=20, ge=1, le=200)) -> RunList:
+    """Recent runs, newest first (not part of the Kotlin contract)."""
+    return await runs.recent(limit)
