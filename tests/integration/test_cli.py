@@ -31,10 +31,6 @@ from tests.support import (
     steps_json,
 )
 
-#: The deterministic agent, selected explicitly (the product's default local agent is real Aider).
-#: It lives in app/agents/ on this branch and moves to tests/fixtures/ with the Aider change.
-SCRIPTED_AGENT = next(path for path in (ROOT / "tests" / "fixtures" / "scripted_agent.py",
-                                        ROOT / "app" / "agents" / "scripted_agent.py") if path.exists())
 RUN_KEYS = ["thread_id", "task_id", "client_id", "status", "percent", "branch", "summary", "error", "created_at",
             "updated_at"]
 
@@ -49,7 +45,6 @@ def cli_service(mongo_server: Any, llm_server: Any, kb_server: Any, data_root: P
                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     env = service_env(mongo_url=mongo_server.url, llm_url=llm_server.url, kb_url=kb_server.url,
                       kotlin_url=f"http://127.0.0.1:{receive_port}", data_root=data_root,
-                      local_agent_command=json.dumps([sys.executable, str(SCRIPTED_AGENT)]),
                       recovery_max_attempts=1)  # a failing step is asked about after its first attempt
     proc = ServiceProcess(env=env, log_path=tmp_path_factory.mktemp("svc") / "service-cli.log").start()
     yield proc
