@@ -1,4 +1,5 @@
-"""Drop planned steps that only do the orchestrator's own work: test, verify, commit or push.
+"""Clean a small model's step plan: drop steps that only do the orchestrator's own work (test,
+verify, commit, push) and merge the one-line steps it splits a single edit into.
 
 A small model plans "2. Test the function and commit the changes" after the real edit, although
 the prompt says the orchestrator runs the tests (`require_tests`), reviews the change and commits
@@ -7,6 +8,11 @@ which cannot run anything) and, told to commit, contradicts the rules. A step is
 every sentence of it is such a duty (conditionals like "if it works…" / "otherwise…" aside) and a
 code step that changes files remains, so a plan is never emptied and an inspect step that reads or
 analyses something is kept.
+
+A small model also turns each line of a recipe into a step ("1. Open calc.py", "2. Add a function
+multiply", "3. Return a * b"): four agent runs of a minute or more for one edit, each of which sees
+only its line. Consecutive short code steps on the same files become one step with the lines in
+order; detailed steps (a large model's) and steps on different files stay apart.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ _DUTY_START = re.compile(
     re.IGNORECASE,
 )
 _DUTY_WORD = re.compile(r"\b(?:tests?|testing|verify|commit|push|git|otestuj|ověř|testy)\b", re.IGNORECASE)
+#: A step this short is one line of a recipe, not a self-contained task.
+SHORT_STEP_CHARS = 300
 _CONDITIONAL = re.compile(r"^(?:if|otherwise|else|when|pokud|jinak|když)\b", re.IGNORECASE)
 
 
@@ -47,3 +55,28 @@ def without_orchestrator_duties(steps: list[CodingStep]) -> list[CodingStep]:
     if any(step.step_type == StepType.CODE and step.expects_changes for step in kept):
         return kept
     return steps
+
+
+def merged_short_steps(steps: list[CodingStep]) -> list[CodingStep]:
+    """Consecutive short, file-changing code steps on the same files, merged into one."""
+    merged: list[CodingStep] = []
+    for step in steps:
+        last = merged[-1] if merged else None
+        if last is not None and _edits(last) and _edits(step) and set(last.files) == set(step.files) \
+                and len(step.instructions) <= SHORT_STEP_CHARS \
+                and len(last.instructions) + len(step.instructions) <= SHORT_STEP_CHARS * 3:
+            merged[-1] = last.model_copy(update={
+                "instructions": f"{last.instructions.rstrip()}\n{step.instructions.strip()}",
+                "critical": last.critical or step.critical})
+        else:
+            merged.append(step)
+    return merged
+
+
+def _edits(step: CodingStep) -> bool:
+    return step.step_type == StepType.CODE and step.expects_changes and bool(step.files)
+
+
+def cleaned_steps(steps: list[CodingStep]) -> list[CodingStep]:
+    """What the planners hand on: duties dropped, then recipe lines merged."""
+    return merged_short_steps(without_orchestrator_duties(steps))

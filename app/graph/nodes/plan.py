@@ -14,7 +14,7 @@ from app.graph.nodes._common import (
     task_of,
 )
 from app.graph.state import OrchestratorState
-from app.graph.step_cleanup import without_orchestrator_duties
+from app.graph.step_cleanup import cleaned_steps
 from app.schemas.domain import CodingStep, GoalPlan, StepPlan, StepType
 
 
@@ -41,7 +41,7 @@ async def plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]
                                 decisions=decisions, language=language),
         StepPlan,
     )
-    steps = without_orchestrator_duties(planned.steps)
+    steps = cleaned_steps(planned.steps)
     if action == "tracker_ops":
         for step in steps:
             step.step_type = StepType.TRACKER

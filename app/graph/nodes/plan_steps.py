@@ -15,7 +15,7 @@ from app.graph.nodes._common import (
     task_of,
 )
 from app.graph.state import OrchestratorState
-from app.graph.step_cleanup import without_orchestrator_duties
+from app.graph.step_cleanup import cleaned_steps
 from app.schemas.domain import StepPlan
 
 
@@ -40,7 +40,7 @@ async def plan_steps(state: OrchestratorState, runtime: NodeRuntime) -> dict[str
         ),
         StepPlan,
     )
-    steps = number_steps(without_orchestrator_duties(planned.steps), complexity=goal.get("complexity"),
+    steps = number_steps(cleaned_steps(planned.steps), complexity=goal.get("complexity"),
                          preference=task.get("agent_preference", "auto"), mapping=ctx.settings.agent_selection,
                          revision=state.get("replans", 0))
     return {"steps": steps, "current_step_index": 0, **reset_step_counters()}

@@ -22,7 +22,7 @@ from app.graph.nodes._common import (
     task_of,
 )
 from app.graph.state import OrchestratorState
-from app.graph.step_cleanup import without_orchestrator_duties
+from app.graph.step_cleanup import cleaned_steps
 from app.schemas.domain import GoalPlan, Recovery, StepPlan
 
 GOAL_LEVEL = frozenset({"epic", "generative"})
@@ -72,7 +72,7 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
     planned = await ctx.llm.complete_json(prompts.replan_steps(
         goal=f"{goal['title']}\n{goal.get('description', '')}", task=task["query"], done=done_text,
         failure=_why(decision), context=planning_context(state), language=language), StepPlan)
-    steps = number_steps(without_orchestrator_duties(planned.steps), complexity=goal.get("complexity"),
+    steps = number_steps(cleaned_steps(planned.steps), complexity=goal.get("complexity"),
                          preference=task.get("agent_preference", "auto"), mapping=ctx.settings.agent_selection,
                          start=len(done), revision=replans)
     return common | {"steps": done + steps, "current_step_index": len(done)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.graph.integrity import ChangedFile, problems
-from app.graph.step_cleanup import is_orchestrator_duty, without_orchestrator_duties
+from app.graph.step_cleanup import cleaned_steps, is_orchestrator_duty, without_orchestrator_duties
 from app.graph.texts import texts
 from app.schemas.domain import CodingStep, StepType
 
@@ -107,3 +107,26 @@ def test_duties_are_dropped_only_while_a_changing_step_remains() -> None:
     assert without_orchestrator_duties([inspect, TEST_AND_COMMIT]) == [inspect, TEST_AND_COMMIT]
     respond = step("Test the idea.", step_type=StepType.RESPOND)
     assert not is_orchestrator_duty(respond)
+
+
+def edit(instructions: str, files: list[str] | None = None) -> CodingStep:
+    return CodingStep(instructions=instructions, files=["calc.py"] if files is None else files)
+
+
+def test_recipe_lines_on_one_file_become_one_step() -> None:
+    """Seen on the embedded model for a Czech request: four steps for one function."""
+    recipe = [edit("1. Open calc.py."), edit("2. Add a new function called multiply that takes a and b."),
+              edit("3. Return the product a * b."), edit("4. Save the file.")]
+    [merged] = cleaned_steps(recipe)
+    assert merged.instructions == ("1. Open calc.py.\n2. Add a new function called multiply that takes a and b.\n"
+                                   "3. Return the product a * b.\n4. Save the file.")
+    assert merged.files == ["calc.py"]
+
+
+def test_steps_on_other_files_detailed_steps_and_inspections_stay_apart() -> None:
+    tests = edit("Add a test for multiply.", ["test_calc.py"])
+    detailed = edit("Refactor the parser: " + "x" * 400)
+    inspect = CodingStep(instructions="Read calc.py and list its functions.", files=["calc.py"], expects_changes=False)
+    steps = [edit("Add multiply."), tests, edit("Document multiply."), detailed, inspect, edit("Add divide.")]
+    assert cleaned_steps(steps) == steps
+    assert cleaned_steps([edit("Add multiply."), TEST_AND_COMMIT]) == [edit("Add multiply.")]
