@@ -12,9 +12,11 @@ shows of a failed run.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from app.graph import chat, prompts, report
+from app.graph.intent import detect_language
 from app.graph.nodes._common import NodeRuntime, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.texts import Texts, texts
@@ -26,6 +28,7 @@ log = logging.getLogger(__name__)
 #: 3-5 sentences need about 150 tokens; a small model asked for them still writes pages of
 #: Markdown when it may (measured: 66 s of the embedded model's time at the end of a run).
 REPORT_TOKENS = 400
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s", re.MULTILINE)
 
 
 def facts(state: OrchestratorState) -> str:
@@ -90,6 +93,12 @@ async def finalize(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
     return updates
 
 
+def usable_report(text: str, language: str) -> bool:
+    """Plain sentences in the run's language: a small model answers a Czech run in English and
+    with Markdown headings (seen on the embedded model), which the structured report never does."""
+    return detect_language(text, default=language) == language and not _HEADING.search(text)
+
+
 async def _written(state: OrchestratorState, runtime: NodeRuntime, t: Texts, language: str) -> str:
     """The LLM's report with the notices it must not leave out, or the structured one (which has
     them); the budget running out here is no failure."""
@@ -104,6 +113,10 @@ async def _written(state: OrchestratorState, runtime: NodeRuntime, t: Texts, lan
     except BudgetExceededError as exc:
         log.warning("budget exhausted at the final report, using the structured one: %s", exc)
         written, note = "", t.report_budget_stop.format(reason=exc)
+    if written and not usable_report(written, language):
+        log.warning("final report by LLM not in %s plain sentences, using the structured one: %.200r",
+                    language, written)
+        written = ""
     summary = "\n\n".join([written, *report.notice_lines(state, t)]) if written else structured_summary(state, t)
     if note:
         summary = f"{summary}\n\n{note}"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.graph.nodes.finalize import git_note, structured_summary
+from app.graph.nodes.finalize import git_note, structured_summary, usable_report
 from app.graph.texts import CS, EN
 
 
@@ -53,3 +53,16 @@ def test_git_note_describes_the_git_outcome(outcome: str | None, branch: str | N
 
 def test_git_note_follows_the_language() -> None:
     assert git_note({"git_outcome": "committed", "branch": "task/t1"}, EN) == "The changes are committed on branch task/t1."
+
+
+@pytest.mark.parametrize(("text", "language", "usable"), [
+    ("Do calc.py přibyla funkce multiply. Změny jsou ve větvi task/t1.", "cs", True),
+    ("The multiply function was added to calc.py.", "en", True),
+    # seen on the embedded model for a Czech run: English, Markdown, "still running"
+    ("### What is Left\nThe orchestration for the user is still running.", "cs", False),
+    ("The multiply function was added to calc.py.", "cs", False),
+    ("# Report\nThe function was added.", "en", False),
+])
+def test_a_written_report_is_used_only_in_plain_sentences_of_the_runs_language(text: str, language: str,
+                                                                               usable: bool) -> None:
+    assert usable_report(text, language) is usable
