@@ -2,13 +2,14 @@
 
     ./scripts/run.sh &                                 # the service on embedded defaults (:8090)
     .venv/bin/python -m bench.embedded_run             # the subtract() request on a tiny repository
-    .venv/bin/python -m bench.embedded_run --request "Přidej do calc.py funkci multiply(a, b)"
+    .venv/bin/python -m bench.embedded_run --request "Přidej do calc.py funkci multiply(a, b), která vrátí \
+        součin a a b" --check "multiply(4, 3)"
 
 Creates a small git repository (calc.py with add(), a test file) under the service's DATA_ROOT,
 dispatches the request exactly as Kotlin does, follows the SSE stream, approves every gate
 ("ano"), and prints each node's wall time (from the stream's node_start / node_end events), the
 total, the final status, whether a commit landed on the task branch and whether the new function
-works (imported from the committed file, not from the agent's word).
+works (`--check`, called in the committed file, not taken from the agent's word).
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ def follow(client: httpx.Client, thread_id: str) -> tuple[dict[str, Any], list[t
     raise TimeoutError(f"no ending within {STREAM_DEADLINE:.0f} s")
 
 
-def subtract_works(repo: Path, branch: str) -> str:
-    """Import calc.py as committed on the branch and call subtract(5, 3)."""
+def check_call(repo: Path, branch: str, call: str) -> str:
+    """Import calc.py as committed on the branch and evaluate `call` (e.g. `subtract(5, 3)`) in it."""
     try:
         source = git(repo, "show", f"{branch}:calc.py")
     except subprocess.CalledProcessError:
@@ -114,7 +115,7 @@ def subtract_works(repo: Path, branch: str) -> str:
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        return f"subtract(5, 3) = {module.subtract(5, 3)!r}"
+        return f"{call} = {eval(call, vars(module))!r}"  # noqa: S307 - the bench's own expression
     except Exception as exc:  # the model's code: anything can be wrong with it
         return f"{type(exc).__name__}: {exc}"
     finally:
@@ -127,6 +128,7 @@ def main() -> int:
     parser.add_argument("--data-root", type=Path, default=ROOT / ".data" / "workspaces",
                         help="the service's DATA_ROOT (default: the launcher's)")
     parser.add_argument("--request", default=DEFAULT_REQUEST)
+    parser.add_argument("--check", default="subtract(5, 3)", help="a call to evaluate in the committed calc.py")
     args = parser.parse_args()
     repo, relative = make_repo(args.data_root)
     task_id = uuid.uuid4().hex[:24]
@@ -149,7 +151,7 @@ def main() -> int:
     print(f"\nstatus: {final['type']}  branch: {branch or '-'}  commits on it: {len(commits)}")
     print("summary: " + str(final.get("summary") or final.get("error") or "")[:600])
     if commits:
-        print("check: " + subtract_works(repo, branch) + "   (" + commits[0] + ")")
+        print("check: " + check_call(repo, branch, args.check) + "   (" + commits[0] + ")")
     return 0 if final["type"] == "done" and commits else 1
 
 
