@@ -25,7 +25,7 @@ from app.correction.merge import (
 from app.correction.progress import CorrectionProgress, ProgressSink
 from app.correction.rules import CorrectionRule
 from app.correction.store import RuleStore
-from app.llm.provider import Llm, LlmError, Message
+from app.llm.provider import Llm, LlmError, LlmJsonError, Message
 from app.schemas.correction import (
     CorrectionAnswerRequest,
     CorrectionAnswerResult,
@@ -127,11 +127,12 @@ class CorrectionService:
         positions = list(range(len(segments)))
         rules = await self._store.load_for(client_id=request.client_id, project_id=request.project_id) \
             if segments else []
-        corrected, questions = await self._correct_positions(
+        corrected, questions, uncorrected = await self._correct_positions(
             segments, positions, rules, chunk_size=request.chunk_size, client_id=request.client_id,
             meeting_id=request.meeting_id, neighbours=CONTEXT_SEGMENTS, targeted=False,
         )
-        return CorrectionResult(segments=corrected, questions=questions, status=_status(questions))
+        return CorrectionResult(segments=corrected, questions=questions, status=_status(questions),
+                                uncorrected=uncorrected)
 
     async def correct_targeted(self, request: CorrectionTargetedRequest) -> CorrectionResult:
         """Only re-transcribed segments go to the model (neighbours as context); the user's own
@@ -142,11 +143,12 @@ class CorrectionService:
         positions = [p for p, s in enumerate(segments) if s.i in wanted]
         rules = await self._store.load_for(client_id=request.client_id, project_id=request.project_id) \
             if positions else []
-        corrected, questions = await self._correct_positions(
+        corrected, questions, uncorrected = await self._correct_positions(
             segments, positions, rules, chunk_size=self._chunk_size, client_id=request.client_id,
             meeting_id=request.meeting_id, neighbours=1, targeted=True,
         )
-        return CorrectionResult(segments=corrected, questions=questions, status=_status(questions))
+        return CorrectionResult(segments=corrected, questions=questions, status=_status(questions),
+                                uncorrected=uncorrected)
 
     async def instruct(self, request: CorrectionInstructRequest) -> CorrectionInstructResult:
         """Apply a natural-language instruction to every segment; store the rules it implies.
@@ -230,8 +232,14 @@ class CorrectionService:
         meeting_id: str | None,
         neighbours: int,
         targeted: bool,
-    ) -> tuple[list[CorrectionSegment], list[CorrectionQuestion]]:
-        """Correct the segments at `positions`, chunk by chunk, with progress pushes."""
+    ) -> tuple[list[CorrectionSegment], list[CorrectionQuestion], list[int]]:
+        """Correct the segments at `positions`, chunk by chunk, with progress pushes.
+
+        A chunk whose reply stays unreadable (after the provider's repair round) keeps its text and
+        its segment indices are returned as uncorrected: one bad chunk must not fail a meeting's
+        whole transcript. Only when no chunk could be corrected, or the model is unreachable, is
+        the correction an error.
+        """
         result = list(segments)
         targets = set(positions)
 
@@ -248,12 +256,19 @@ class CorrectionService:
         progress = CorrectionProgress(self._sink, meeting_id=meeting_id, client_id=client_id,
                                       total_chunks=len(chunks), interval=self._interval)
         questions: list[CorrectionQuestion] = []
+        uncorrected: list[int] = []
+        unreadable: LlmJsonError | None = None
         for index, chunk_positions in enumerate(chunks):
             chunk = [result[p] for p in chunk_positions]
             progress.chunk_started(index, expected_tokens=estimate_tokens(prompts.output_text(chunk)))
             try:
                 reply = await self._llm.complete_json(messages_for(chunk_positions), CorrectionReply,
                                                       on_token=progress.on_token, max_tokens=self._output_budget)
+            except LlmJsonError as exc:
+                log.warning("correction of chunk %d/%d unreadable, its text kept: %s", index + 1, len(chunks), exc)
+                uncorrected += [result[p].i for p in chunk_positions]
+                unreadable = exc
+                continue
             except LlmError as exc:
                 raise CorrectionModelError(
                     f"correction of chunk {index + 1}/{len(chunks)} failed: {exc}") from exc
@@ -261,7 +276,10 @@ class CorrectionService:
             for position, segment in zip(chunk_positions, merge_texts(chunk, reply.segments, allowed), strict=True):
                 result[position] = segment
             questions += build_questions(reply.questions, chunk, allowed)
+        if chunks and len(uncorrected) == len(positions) and unreadable is not None:
+            raise CorrectionModelError(f"correction of every chunk ({len(chunks)}) failed: {unreadable}") \
+                from unreadable
         progress.finished()
         log.info("corrected %d of %d segments in %d chunk(s), %d rule(s), %d question(s)", len(positions),
                  len(segments), len(chunks), len(rules), len(questions))
-        return result, questions
+        return result, questions, uncorrected

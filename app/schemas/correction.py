@@ -205,6 +205,10 @@ class CorrectionResult(_Outbound):
     segments: list[CorrectionSegment]
     questions: list[CorrectionQuestion] = Field(default_factory=list)
     status: str
+    uncorrected: list[int] = Field(default_factory=list, exclude_if=lambda indices: not indices)
+    """Segment indices (`i`) kept as sent because the model's reply for their chunk was unreadable
+    (an extension, left out when empty: Kotlin ignores unknown keys, and keeps the transcript
+    instead of failing it)."""
 
 
 class CorrectionRuleMetadata(_Outbound):

@@ -401,8 +401,30 @@ def test_model_garbage_twice_is_a_502_with_a_clear_detail(api: httpx.Client, llm
 
     assert response.status_code == 502
     detail = response.json()["detail"]
-    assert "correction of chunk 1/1 failed" in detail and "invalid JSON" in detail
+    assert "correction of every chunk (1) failed" in detail and "invalid JSON" in detail
     assert len(llm.requests) == 2
+
+
+def test_an_unreadable_chunk_keeps_its_text_and_the_rest_is_corrected(api: httpx.Client,
+                                                                     llm: ScriptedLlmServer) -> None:
+    """One chunk's garbage (twice: the repair round too) must not fail the meeting's transcript:
+    Kotlin would mark it FAILED on any error. Its segments come back as sent, listed as uncorrected."""
+    fixed = corrector()
+
+    def answer(request: RecordedRequest) -> str:
+        repair = "not valid JSON" in request.last_user  # only the first chunk ever gets a repair round
+        segs = section(request, "Segments to correct")
+        return "Tady je opravený přepis." if repair or any(s["i"] == 0 for s in segs) else fixed(request)
+
+    llm.script(Reply(match=CORRECT, content=answer))
+
+    response = api.post("/correction/correct", json=correct_body(meeting_id=None, chunk_size=2))
+
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["segments"] == [TRANSCRIPT[0], TRANSCRIPT[1], {**TRANSCRIPT[2], "text": "a pak probereme AI agenty"}]
+    assert body["status"] == "success" and body["uncorrected"] == [0, 1]
+    assert len(llm.requests) == 3  # chunk 1 and its repair round, then chunk 2
 
 
 @pytest.mark.parametrize(("path", "body", "fragment"), [
