@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
@@ -27,6 +27,9 @@ from app.config import Settings
 log = logging.getLogger(__name__)
 
 TAIL_LINES = 60
+#: Longer agent output lines are cut (they still reach the log, the stream and the tail, bounded).
+MAX_LINE_CHARS = 4000
+CHUNK_BYTES = 65536
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "agent-images" / "entrypoint" / "jervis_entrypoint.py"
 
 
@@ -105,12 +108,39 @@ def _progress_sink(on_log: LogSink | None) -> Callable[[str], None]:
 
 async def _pump(proc: asyncio.subprocess.Process, tail: deque[str], name: str, on_log: LogSink | None) -> None:
     assert proc.stdout is not None
-    async for raw in proc.stdout:
-        line = raw.decode(errors="replace").rstrip()
+    async for line in bounded_lines(proc.stdout):
         tail.append(line)
         log.info("[%s] %s", name, line)
         if on_log is not None:
             on_log(line)
+
+
+async def bounded_lines(stream: asyncio.StreamReader, max_chars: int = MAX_LINE_CHARS) -> AsyncIterator[str]:
+    """The stream's lines, each cut to `max_chars` with a note of what was dropped.
+
+    Read in chunks rather than with readline(): a line longer than the reader's 64 KiB limit (a
+    minified file echoed by an agent) would otherwise raise and stop the reading, and the agent
+    would block on a full pipe."""
+    pending = b""
+    dropped = 0
+    while chunk := await stream.read(CHUNK_BYTES):
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for raw in complete:
+            yield _cut(raw, dropped, max_chars)
+            dropped = 0
+        if len(pending) > max_chars * 4:  # a line still going: keep its head, count the rest
+            dropped += len(pending) - max_chars * 4
+            pending = pending[: max_chars * 4]
+    if pending or dropped:
+        yield _cut(pending, dropped, max_chars)
+
+
+def _cut(raw: bytes, dropped: int, max_chars: int) -> str:
+    line = raw.decode(errors="replace").rstrip()
+    if len(line) <= max_chars and not dropped:
+        return line
+    return f"{line[:max_chars]} … (line cut at {max_chars} characters)"
 
 
 async def _kill(proc: asyncio.subprocess.Process) -> None:

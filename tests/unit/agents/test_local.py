@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.agents.base import AgentJob
-from app.agents.local import LocalRunner
+from app.agents.local import MAX_LINE_CHARS, LocalRunner, bounded_lines
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
 from tests.support import SCRIPTED_AGENT, file_block, git, make_git_repo
@@ -194,3 +195,29 @@ async def test_run_gives_the_agent_its_job_in_the_environment(manager: Workspace
 async def test_run_leaves_no_commit_when_the_agent_changes_files(manager: WorkspaceManager, repo: Path) -> None:
     await runner(manager).run(job(repo), prepare=hand_over(manager, repo, file_block("a.py", "a = 1")))
     assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"
+
+
+async def test_an_output_line_longer_than_the_reader_limit_is_cut_not_fatal(manager: WorkspaceManager,
+                                                                           repo: Path) -> None:
+    """A 200 000-character line (over asyncio's 64 KiB readline limit) used to stop the reader;
+    the agent goes on, its later lines and its result arrive, the long line is cut."""
+    long_line = f"{sys.executable} -c \"print('x' * 200000); print('after the long line')\""
+    wrapped = runner(manager, ["sh", "-c", f"{long_line} && exec {shlex.join(AGENT)}"])
+    lines: list[str] = []
+
+    result = await wrapped.run(job(repo), on_log=lines.append,
+                               prepare=hand_over(manager, repo, file_block("a.py", "a = 1")))
+
+    assert result.success and result.changed_files == ["a.py"]
+    cut = next(line for line in lines if line.startswith("xxx"))
+    assert cut == "x" * MAX_LINE_CHARS + f" … (line cut at {MAX_LINE_CHARS} characters)"
+    assert "after the long line" in lines
+
+
+async def test_bounded_lines_splits_chunks_and_keeps_an_unterminated_last_line() -> None:
+    reader = asyncio.StreamReader()
+    reader.feed_data(b"one\ntw")
+    reader.feed_data(b"o\n" + b"y" * 50 + b"\nlast")
+    reader.feed_eof()
+    assert [line async for line in bounded_lines(reader, max_chars=10)] == [
+        "one", "two", "y" * 10 + " … (line cut at 10 characters)", "last"]
