@@ -31,6 +31,12 @@ class ChangedFile:
     """Content now; None for a file the step deleted."""
 
 
+def judged(path: str) -> bool:
+    """Whether a changed path can fail the check at all (Python source, or a sentence-like name);
+    the others need not be read."""
+    return path.endswith(".py") or bool(_SENTENCE_NAME.search(path.rsplit("/", 1)[-1]))
+
+
 def problems(files: list[ChangedFile], instructions: str, named: list[str], t: Texts) -> list[str]:
     """What is wrong with the changed files, as feedback lines (empty: nothing found)."""
     found: list[str] = []

@@ -95,7 +95,7 @@ async def _integrity(state: OrchestratorState, runtime: NodeRuntime, step: Codin
     """Files still whole: no lost definitions, Python that parses, no sentence-named files."""
     base = last.get("base_tree")
     files = []
-    for path in last.get("changed_files", []):
+    for path in filter(integrity.judged, last.get("changed_files", [])):  # the rest cannot fail it: not read
         current = workspace / path
         readable = current.is_file() and current.stat().st_size <= integrity.MAX_BYTES
         after = current.read_text(errors="replace") if readable else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.graph.integrity import ChangedFile, problems
+from app.graph.integrity import ChangedFile, judged, problems
 from app.graph.step_cleanup import cleaned_steps, is_orchestrator_duty, without_orchestrator_duties
 from app.graph.texts import texts
 from app.schemas.domain import CodingStep, StepType
@@ -130,3 +130,11 @@ def test_steps_on_other_files_detailed_steps_and_inspections_stay_apart() -> Non
     steps = [edit("Add multiply."), tests, edit("Document multiply."), detailed, inspect, edit("Add divide.")]
     assert cleaned_steps(steps) == steps
     assert cleaned_steps([edit("Add multiply."), TEST_AND_COMMIT]) == [edit("Add multiply.")]
+
+
+@pytest.mark.parametrize(("path", "judged_"), [
+    ("calc.py", True), ("pkg/mod.py", True), ("2. Add the following code", True),
+    ("README.md", False), ("docs/release notes.md", False), ("data/big.json", False),
+])
+def test_only_paths_the_check_can_fail_are_read(path: str, judged_: bool) -> None:
+    assert judged(path) is judged_
