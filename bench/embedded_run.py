@@ -6,7 +6,8 @@
         součin a a b" --check "multiply(4, 3)"
 
 Creates a small git repository (calc.py with add(), a test file) under the service's DATA_ROOT,
-dispatches the request exactly as Kotlin does, follows the SSE stream, approves every gate
+dispatches the request exactly as Kotlin does (the terminal client's request, stream and approval
+code, `app/cli/`), follows the SSE stream, approves every gate
 ("ano"), and prints each node's wall time (from the stream's node_start / node_end events), the
 total, the final status, whether a commit landed on the task branch and whether the new function
 works (`--check`, called in the committed file, not taken from the agent's word).
@@ -16,15 +17,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
-import httpx
+from app.cli.client import DEFAULT_URL, ServiceClient
+from app.cli.events import EventStream, SseEvent
+from app.cli.stops import Interrupt
+from app.cli.wire import approval_body, new_task_id, orchestrate_request, request_body
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_REQUEST = "Add a subtract(a, b) function to calc.py that returns a - b"
@@ -49,56 +51,32 @@ def make_repo(data_root: Path) -> tuple[Path, str]:
     return repo, relative
 
 
-def request_body(task_id: str, workspace: str, query: str) -> dict[str, Any]:
-    """The Kotlin OrchestrateRequestDto with every field, as the Kotlin client sends it."""
-    return {
-        "task_id": task_id, "client_id": "bench", "project_id": "calc", "client_name": None, "project_name": None,
-        "workspace_path": workspace, "query": query, "agent_preference": "auto",
-        "rules": {"branch_naming": "task/{taskId}", "commit_prefix": "task({taskId}):", "require_review": False,
-                  "require_tests": False, "require_approval_commit": True, "require_approval_push": True,
-                  "allowed_branches": ["task/*"], "forbidden_files": ["*.env"], "max_changed_files": 20,
-                  "auto_push": False, "auto_use_anthropic": False, "auto_use_openai": False,
-                  "auto_use_gemini": False},
-        "environment": None, "jervis_project_id": None, "chat_history": None,
-    }
-
-
-def follow(client: httpx.Client, thread_id: str) -> tuple[dict[str, Any], list[tuple[str, str, float]]]:
+def follow(client: ServiceClient, thread_id: str) -> tuple[SseEvent, list[tuple[str, str, float]]]:
     """Follow the stream to the end, approving every gate; returns the last event and the node times."""
-    cursor = 0
+    stream = EventStream(client, thread_id)
     timings: list[tuple[str, str, float]] = []
     where: dict[str, str] = {}
     deadline = time.monotonic() + STREAM_DEADLINE
     while time.monotonic() < deadline:
-        event_type, final = "", None
-        with client.stream("GET", f"/stream/{thread_id}", params={"after": cursor},
-                           timeout=httpx.Timeout(30.0, read=120.0)) as response:
-            response.raise_for_status()
-            for line in response.iter_lines():
-                if line.startswith("id: "):
-                    cursor = int(line[4:])
-                elif line.startswith("event: "):
-                    event_type = line[7:]
-                elif line.startswith("data: "):
-                    data = json.loads(line[6:])
-                    if event_type == "node_start":
-                        where[data["node"]] = (f"goal {data['goal_index'] + 1}/{data['total_goals']} "
-                                               f"step {data['step_index'] + 1}/{data['total_steps']} "
-                                               f"attempt {data['attempt']}") if data["total_steps"] else ""
-                        print(f"  … {data['node']:<16} {data.get('message', '')[:90]}", flush=True)
-                    elif event_type == "node_end" and data.get("duration_ms") is not None:
-                        timings.append((data["node"], where.get(data["node"], ""), data["duration_ms"] / 1000))
-                    elif event_type in ("done", "error", "approval_required"):
-                        final = {"type": event_type, **data}
-                        break
+        final = None
+        for event in stream.events():
+            data = event.data
+            if event.type == "node_start":
+                where[data["node"]] = (f"goal {data['goal_index'] + 1}/{data['total_goals']} "
+                                       f"step {data['step_index'] + 1}/{data['total_steps']} "
+                                       f"attempt {data['attempt']}") if data["total_steps"] else ""
+                print(f"  … {data['node']:<16} {data.get('message', '')[:90]}", flush=True)
+            elif event.type == "node_end" and data.get("duration_ms") is not None:
+                timings.append((data["node"], where.get(data["node"], ""), data["duration_ms"] / 1000))
+            elif event.type in ("done", "error", "approval_required"):
+                final = event
         if final is None:
-            continue  # the stream closed without an ending: reconnect after the last event seen
-        if final["type"] != "approval_required":
+            continue  # the segment ended without an ending: follow the next one from the cursor
+        if final.type != "approval_required":
             return final, timings
-        interrupt = final.get("interrupt") or {}
-        print(f"  ? {interrupt.get('action')}: {str(interrupt.get('description', ''))[:300]!r} → ano", flush=True)
-        client.post(f"/approve/{thread_id}", json={"approved": True, "modification": None, "reason": "ano"},
-                    timeout=30).raise_for_status()
+        interrupt = Interrupt.from_payload(final.data.get("interrupt"))
+        print(f"  ? {interrupt.action}: {interrupt.description[:300]!r} → ano", flush=True)
+        client.approve(thread_id, approval_body("ano", clarification=interrupt.is_clarification))
     raise TimeoutError(f"no ending within {STREAM_DEADLINE:.0f} s")
 
 
@@ -124,35 +102,34 @@ def check_call(repo: Path, branch: str, call: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default="http://127.0.0.1:8090")
+    parser.add_argument("--url", default=DEFAULT_URL)
     parser.add_argument("--data-root", type=Path, default=ROOT / ".data" / "workspaces",
                         help="the service's DATA_ROOT (default: the launcher's)")
     parser.add_argument("--request", default=DEFAULT_REQUEST)
     parser.add_argument("--check", default="subtract(5, 3)", help="a call to evaluate in the committed calc.py")
     args = parser.parse_args()
     repo, relative = make_repo(args.data_root)
-    task_id = uuid.uuid4().hex[:24]
-    with httpx.Client(base_url=args.url) as client:
-        agents = client.get("/health", timeout=30).json().get("agents", {})
+    request = orchestrate_request(task_id=new_task_id(), client_id="bench", project="calc", workspace_path=relative,
+                                  query=args.request)
+    with ServiceClient(args.url) as client:
+        agents = (client.health().model_extra or {}).get("agents", {})
         print(f"request: {args.request}\nrepository: {repo}\nagents: {agents.get('aider', '?')}", flush=True)
         started = time.monotonic()
-        answer = client.post("/orchestrate/stream", json=request_body(task_id, relative, args.request), timeout=30)
-        answer.raise_for_status()
-        thread_id = answer.json()["thread_id"]
+        thread_id = client.start(request_body(request)).thread_id
         final, timings = follow(client, thread_id)
         total = time.monotonic() - started
-        status = client.get(f"/status/{thread_id}", timeout=30).json()
+        status = client.status(thread_id)
     print(f"\n{'node':<16} {'where':<30} seconds")
     for node, where, seconds in timings:
         print(f"{node:<16} {where:<30} {seconds:7.1f}")
     print(f"{'total (wall)':<47} {total:7.1f}")
-    branch = status.get("branch") or final.get("branch") or ""
+    branch = status.branch or final.data.get("branch") or ""
     commits = git(repo, "log", "--oneline", f"main..{branch}").strip().splitlines() if branch else []
-    print(f"\nstatus: {final['type']}  branch: {branch or '-'}  commits on it: {len(commits)}")
-    print("summary: " + str(final.get("summary") or final.get("error") or "")[:600])
+    print(f"\nstatus: {final.type}  branch: {branch or '-'}  commits on it: {len(commits)}")
+    print("summary: " + str(final.data.get("summary") or final.data.get("error") or "")[:600])
     if commits:
         print("check: " + check_call(repo, branch, args.check) + "   (" + commits[0] + ")")
-    return 0 if final["type"] == "done" and commits else 1
+    return 0 if final.type == "done" and commits else 1
 
 
 if __name__ == "__main__":
