@@ -12,6 +12,12 @@ from app.correction.errors import CorrectionUpstreamError
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 
 
+#: OpenAPI entry of routes whose answer depends on the LLM or the KB behind them (`_upstream`).
+UPSTREAM_RESPONSES: dict[int | str, dict[str, object]] = {
+    502: {"description": "The model or the Knowledge Base behind this route failed or answered nonsense ({detail})"},
+}
+
+
 def _readable(errors: list[dict]) -> str:
     parts = []
     for error in errors:

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from app.api.deps import CorrectionServiceDep
+from app.api.errors import UPSTREAM_RESPONSES
 from app.schemas.correction import (
     CorrectionAnswerRequest,
     CorrectionAnswerResult,
@@ -23,7 +24,7 @@ from app.schemas.correction import (
     CorrectionTargetedRequest,
 )
 
-router = APIRouter(prefix="/correction", tags=["correction"])
+router = APIRouter(prefix="/correction", tags=["correction"], responses=UPSTREAM_RESPONSES)
 
 
 @router.post("/submit", response_model=CorrectionSubmitResult)
