@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 AgentName = Literal["aider", "openhands", "claude", "junie"]
@@ -218,8 +218,20 @@ class Settings(BaseSettings):
     """Correction progress while a chunk streams, at most this often (`docs/api.md`, correction progress)."""
     push_timeout_seconds: float = 5.0
     """Timeout of one push to Kotlin."""
-    push_attempts: int = 3
-    """Attempts of a status push (progress is tried once)."""
+    outbox_status_expiry_seconds: float = Field(default=86_400.0, gt=0)
+    """A status push Kotlin has not acknowledged by then is given up (counted in `jervis_kotlin_push_failures_total`); its identity stays taken as long again, so a crash replay does not send it twice."""
+    outbox_progress_expiry_seconds: float = Field(default=900.0, gt=0)
+    """A progress or correction-progress push is given up after this: a stale heartbeat is useless."""
+    outbox_retry_base_seconds: float = Field(default=1.0, gt=0)
+    """First retry delay of a failed push; doubled per attempt up to `OUTBOX_RETRY_MAX_SECONDS`, with jitter (half to all of it)."""
+    outbox_retry_max_seconds: float = Field(default=60.0, gt=0)
+    """Cap of the retry delay: once Kotlin answers again, a waiting push is delivered within about this long."""
+    outbox_poll_seconds: float = Field(default=5.0, gt=0)
+    """How often the outbox is searched for pushes due for a retry or left by another pod (a new push is sent at once)."""
+    outbox_lease_seconds: float = Field(default=30.0, gt=0)
+    """A push being sent is claimed for this long, so no other pod sends it meanwhile; must exceed `PUSH_TIMEOUT_SECONDS`."""
+    outbox_memory_capacity: int = Field(default=1000, ge=10)
+    """Pushes kept in memory while MongoDB refuses outbox writes (retried with backoff); beyond it the oldest progress push is dropped first."""
     tracker_timeout_seconds: float = 30.0
     """Timeout of a Kotlin tracker call."""
     health_cache_seconds: float = 5.0
@@ -249,6 +261,12 @@ class Settings(BaseSettings):
         if missing:
             raise ValueError(f"agent_selection lacks complexities: {sorted(missing)}")
         return value
+
+    @model_validator(mode="after")
+    def _lease_outlasts_a_push(self) -> Settings:
+        if self.outbox_lease_seconds <= self.push_timeout_seconds:
+            raise ValueError("outbox_lease_seconds must exceed push_timeout_seconds (a lease must outlast a send)")
+        return self
 
     @property
     def kb_write_url(self) -> str:

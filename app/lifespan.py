@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -17,7 +18,9 @@ from app.agents.factory import create_runner, describe_agents
 from app.agents.workspace import WorkspaceManager
 from app.chat.compression import ChatCompressor
 from app.clients.knowledge_base import KnowledgeBaseClient
+from app.clients.delivery import DeliveryService
 from app.clients.kotlin import KotlinClient
+from app.clients.outbox import OutboxWriter
 from app.config import Settings
 from app.correction.service import CorrectionService
 from app.correction.store import RuleStore
@@ -30,11 +33,13 @@ from app.observability.logs import Redactor
 from app.observability.metrics import Metrics
 from app.persistence import context_store as context_store_module
 from app.persistence import lock as lock_module
+from app.persistence import outbox as outbox_module
 from app.persistence import runs as runs_module
 from app.persistence.context_store import ContextStore
 from app.persistence.indexes import KOTLIN_INDEXES, ensure_indexes
 from app.persistence.lock import OrchestrationLock
 from app.persistence.mongo import create_client
+from app.persistence.outbox import OutboxStore
 from app.persistence.runs import RunStore
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver
@@ -69,7 +74,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         )
         context_store = ContextStore(db[context_store_module.COLLECTION_NAME], ttl_days=settings.context_ttl_days)
         run_store = RunStore(db[runs_module.COLLECTION_NAME])
-        setups = [lock.setup(), context_store.setup(), run_store.setup()]
+        outbox_store = OutboxStore(db[outbox_module.COLLECTION_NAME], pod_id=settings.pod_id,
+                                   lease_seconds=settings.outbox_lease_seconds)
+        setups = [lock.setup(), context_store.setup(), run_store.setup(), outbox_store.setup()]
         if settings.kotlin_mongodb_database:
             setups.append(ensure_indexes(mongo[settings.kotlin_mongodb_database], KOTLIN_INDEXES))
         await asyncio.gather(*setups)
@@ -81,11 +88,24 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
         http = httpx.AsyncClient(limits=httpx.Limits(max_connections=50))
         stack.push_async_callback(http.aclose)
-        kotlin = KotlinClient(http, settings.kotlin_server_url, push_timeout=settings.push_timeout_seconds,
-                              push_attempts=settings.push_attempts, tracker_timeout=settings.tracker_timeout_seconds,
-                              metrics=metrics)
-        await kotlin.start()
-        stack.push_async_callback(kotlin.stop)
+        redact = Redactor(settings.secret_values())
+        delivery = DeliveryService(
+            outbox_store, http, settings.kotlin_server_url, push_timeout=settings.push_timeout_seconds,
+            retry_base_seconds=settings.outbox_retry_base_seconds, retry_max_seconds=settings.outbox_retry_max_seconds,
+            poll_seconds=settings.outbox_poll_seconds, metrics=metrics,
+        )
+        outbox = OutboxWriter(
+            outbox_store, on_stored=delivery.notify, status_expiry_seconds=settings.outbox_status_expiry_seconds,
+            progress_expiry_seconds=settings.outbox_progress_expiry_seconds,
+            capacity=settings.outbox_memory_capacity, metrics=metrics,
+        )
+        # Stopped in reverse: the writer stores what the runs' shutdown produced, then delivery drains.
+        await delivery.start()
+        stack.push_async_callback(delivery.stop)
+        await outbox.start()
+        stack.push_async_callback(outbox.stop)
+        kotlin = KotlinClient(http, settings.kotlin_server_url, outbox, redact=redact,
+                              tracker_timeout=settings.tracker_timeout_seconds)
         kb = KnowledgeBaseClient(http, settings.knowledgebase_url, settings.kb_write_url,
                                  timeout=settings.kb_timeout_seconds, write_timeout=settings.kb_write_timeout_seconds)
         workspaces = WorkspaceManager(settings.data_root)
@@ -98,13 +118,21 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         events = EventHub(capacity=settings.stream_buffer_events)
         manager = RunManager(settings=settings, graph=graph, driver=RunDriver(graph, context, kotlin, metrics),
                              lock=lock, runs=run_store, kotlin=kotlin, events=events, workspaces=workspaces,
-                             metrics=metrics, redact=Redactor(settings.secret_values()))
+                             metrics=metrics, redact=redact)
         metrics.active_runs.set_function(lambda: manager.active_count)
+        metrics.outbox_unwritten.set_function(lambda: outbox.pending)
 
         async def refresh_lock(m: Metrics) -> None:
             m.set_lock_slots(await lock.slots_state(), settings.pod_id)
 
         metrics.on_scrape(refresh_lock)
+
+        async def refresh_outbox(m: Metrics) -> None:
+            stats = await outbox_store.stats()
+            oldest = stats.oldest_created_at
+            m.set_outbox(stats.depth, 0.0 if oldest is None else time.time() - oldest)
+
+        metrics.on_scrape(refresh_outbox)
         stack.push_async_callback(context_store.drain)
         stack.push_async_callback(manager.shutdown)
         await manager.start_recovery()

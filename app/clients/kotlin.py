@@ -1,22 +1,25 @@
-"""Pushes to the Kotlin server (`docs/api.md`, pushes to Kotlin).
+"""Pushes to the Kotlin server (`docs/api.md`, pushes to Kotlin) and its tracker calls.
 
-Pushes leave through one ordered queue drained by a background sender, so a graph node never
-waits for Kotlin (the original service did, and paid ~200 ms per node). Order is kept, so a
-run's terminal status always arrives after its progress. Progress is a heartbeat and is tried
-once; a status push decides the task's fate on the Kotlin side, so it is retried with backoff.
+A push is stored in the MongoDB outbox before the producing step goes on (`OutboxWriter`) and
+delivered by `DeliveryService`, so a graph node never waits for Kotlin and nothing a run reported
+is lost when Kotlin is down or the pod dies. This module decides what a push is: its body, masked
+by `redact` (the one place pushes are redacted), and its identity. A status push is identified by
+thread, status and, for `interrupted`, the interrupt's id (stable when a crash replay re-produces
+it, new for a later interrupt of the same thread): stored once, sent at least once. Progress pushes
+of a task, and correction progress of a meeting, share one slot that keeps the latest.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from dataclasses import dataclass, field
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from app.observability.logs import current_run, run_context
-from app.observability.metrics import Metrics
+from app.clients.outbox import OutboxWriter
+from app.persistence.outbox import OutboxItem
 from app.schemas.correction import CorrectionProgressPush
 from app.schemas.kotlin import (
     ProgressPush,
@@ -36,13 +39,25 @@ class TrackerError(RuntimeError):
     """The Kotlin tracker endpoint failed."""
 
 
-@dataclass(frozen=True)
-class _Outgoing:
-    path: str
-    body: dict[str, Any]
-    attempts: int
-    #: The run that queued it, so the sender's log lines name that run.
-    run: tuple[str | None, str | None] = field(default_factory=current_run)
+def _same(text: str) -> str:
+    return text
+
+
+def redact_strings(value: Any, redact: Callable[[str], str]) -> Any:
+    """`value` with `redact` applied to every string inside it (keys are field names, kept)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact_strings(v, redact) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_strings(v, redact) for k, v in value.items()}
+    return value
+
+
+def status_identity(push: StatusPush, segment: str = "") -> str:
+    """`done` and `error` end a thread once; `interrupted` recurs, one identity per interrupt."""
+    identity = f"status:{push.thread_id}:{push.status}"
+    return f"{identity}:{segment}" if segment else identity
 
 
 class KotlinClient:
@@ -50,84 +65,50 @@ class KotlinClient:
         self,
         http: httpx.AsyncClient,
         base_url: str,
+        outbox: OutboxWriter,
         *,
-        push_timeout: float = 5.0,
-        push_attempts: int = 3,
+        redact: Callable[[str], str] = _same,
         tracker_timeout: float = 30.0,
-        retry_base_delay: float = 0.5,
-        metrics: Metrics | None = None,
     ) -> None:
         self._http = http
         self._base = base_url.rstrip("/")
-        self._push_timeout = push_timeout
-        self._push_attempts = max(1, push_attempts)
+        self._outbox = outbox
+        self._redact = redact
         self._tracker_timeout = tracker_timeout
-        self._retry_base_delay = retry_base_delay
-        self._queue: asyncio.Queue[_Outgoing] = asyncio.Queue()
-        self._sender: asyncio.Task[None] | None = None
-        self._metrics = metrics or Metrics()
 
-    @property
-    def failed_pushes(self) -> int:
-        """Pushes given up after every attempt (read from the metric that counts them)."""
-        return self._metrics.push_failures_total()
+    async def push_progress(self, push: ProgressPush) -> None:
+        await self._outbox.put(self._progress(push))
 
-    async def start(self) -> None:
-        if self._sender is None:
-            self._sender = asyncio.create_task(self._send_forever(), name="kotlin-push-sender")
+    def push_progress_nowait(self, push: ProgressPush) -> None:
+        """For synchronous callbacks (the budget warning): stored behind what is already queued."""
+        self._outbox.put_nowait(self._progress(push))
 
-    async def stop(self, drain_timeout: float = 10.0) -> None:
-        """Send what is queued (bounded), then stop the sender."""
-        try:
-            await asyncio.wait_for(self._queue.join(), drain_timeout)
-        except TimeoutError:
-            log.warning("dropping %d unsent Kotlin pushes at shutdown", self._queue.qsize())
-        if self._sender is not None:
-            self._sender.cancel()
-            await asyncio.gather(self._sender, return_exceptions=True)
-            self._sender = None
+    async def push_status(self, push: StatusPush, *, segment: str = "") -> None:
+        """`segment` tells recurring statuses apart (the interrupt id of an `interrupted`)."""
+        if push.status == "interrupted" and not segment:
+            segment = uuid.uuid4().hex  # no stable marker: never deduplicated rather than lost
+            log.warning("interrupted status of %s without an interrupt id", push.thread_id)
+        await self._outbox.put(self._item(status_identity(push, segment), f"task:{push.task_id}", "status",
+                                          STATUS_PATH, push.wire()))
 
-    async def flush(self, timeout: float = 10.0) -> None:
-        await asyncio.wait_for(self._queue.join(), timeout)
+    async def push_correction_progress(self, push: CorrectionProgressPush) -> None:
+        """Transcript-correction heartbeat (§3.3), the latest per meeting."""
+        await self._outbox.put(self._correction(push))
 
-    def push_progress(self, push: ProgressPush) -> None:
-        self._queue.put_nowait(_Outgoing(PROGRESS_PATH, push.wire(), attempts=1))
+    def push_correction_progress_nowait(self, push: CorrectionProgressPush) -> None:
+        """For the model's token callback (synchronous) while a chunk streams."""
+        self._outbox.put_nowait(self._correction(push))
 
-    def push_status(self, push: StatusPush) -> None:
-        self._queue.put_nowait(_Outgoing(STATUS_PATH, push.wire(), attempts=self._push_attempts))
+    def _progress(self, push: ProgressPush) -> OutboxItem:
+        return self._item(f"progress:{push.task_id}", f"task:{push.task_id}", "progress", PROGRESS_PATH, push.wire())
 
-    def push_correction_progress(self, push: CorrectionProgressPush) -> None:
-        """Transcript-correction heartbeat (§3.3): like progress, tried once."""
-        self._queue.put_nowait(_Outgoing(CORRECTION_PROGRESS_PATH, push.wire(), attempts=1))
+    def _correction(self, push: CorrectionProgressPush) -> OutboxItem:
+        return self._item(f"correction:{push.meeting_id}", f"meeting:{push.meeting_id}", "progress",
+                          CORRECTION_PROGRESS_PATH, push.wire())
 
-    async def _send_forever(self) -> None:
-        while True:
-            item = await self._queue.get()
-            try:
-                thread_id, task_id = item.run
-                with run_context(thread_id=thread_id or item.body.get("threadId"),
-                                 task_id=task_id or item.body.get("taskId")):
-                    await self._send(item)
-            finally:
-                self._queue.task_done()
-
-    async def _send(self, item: _Outgoing) -> None:
-        for attempt in range(1, item.attempts + 1):
-            try:
-                response = await self._http.post(
-                    self._base + item.path, json=item.body, timeout=self._push_timeout
-                )
-                if response.status_code < 500:
-                    if response.status_code >= 400:
-                        log.warning("Kotlin rejected %s: HTTP %s", item.path, response.status_code)
-                    return
-                reason = f"HTTP {response.status_code}"
-            except httpx.HTTPError as exc:
-                reason = f"{type(exc).__name__}: {exc}"
-            if attempt < item.attempts:
-                await asyncio.sleep(self._retry_base_delay * 2 ** (attempt - 1))
-        self._metrics.push_failed(item.path)
-        log.warning("push %s failed after %d attempt(s): %s", item.path, item.attempts, reason)
+    def _item(self, identity: str, order_key: str, kind: str, path: str, body: dict[str, Any]) -> OutboxItem:
+        return OutboxItem.model_validate({"id": identity, "order_key": order_key, "kind": kind, "path": path,
+                                          "body": redact_strings(body, self._redact)})
 
     async def create_issue(self, request: TrackerCreateIssue) -> dict[str, Any]:
         return await self._tracker("/internal/tracker/create-issue", request.wire())

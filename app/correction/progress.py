@@ -2,7 +2,8 @@
 
 Only when the request has a `meetingId`: one push as each chunk starts, one every
 `interval` seconds while the model streams (from the provider's token callback), and a final
-100 % push. Pushes are queued by `KotlinClient`, so none of this waits for Kotlin.
+100 % push. Each push is one outbox write (`KotlinClient`), so none of this waits for Kotlin; the
+heartbeats from the model's token callback, which is synchronous, are queued for the writer.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from app.schemas.correction import CorrectionProgressPush
 
 
 class ProgressSink(Protocol):
-    def push_correction_progress(self, push: CorrectionProgressPush) -> None: ...
+    async def push_correction_progress(self, push: CorrectionProgressPush) -> None: ...
+
+    def push_correction_progress_nowait(self, push: CorrectionProgressPush) -> None: ...
 
 
 class CorrectionProgress:
@@ -46,13 +49,15 @@ class CorrectionProgress:
     def tokens(self) -> int:
         return self._earlier_tokens + self._call_tokens
 
-    def chunk_started(self, index: int, expected_tokens: int = 1) -> None:
+    async def chunk_started(self, index: int, expected_tokens: int = 1) -> None:
         """Chunk `index` (0-based) goes to the model; `index` chunks are done."""
         self._done = index
         self._expected_tokens = max(1, expected_tokens)
         self._earlier_tokens += self._call_tokens
         self._call_tokens = 0
-        self._push(self._percent(), f"Korekce chunk {index + 1}/{self._total}")
+        push = self._next(self._percent(), f"Korekce chunk {index + 1}/{self._total}")
+        if push is not None and self._sink is not None:
+            await self._sink.push_correction_progress(push)
 
     def on_token(self, count: int) -> None:
         """The provider's token callback: `count` pieces streamed so far in the current call."""
@@ -61,26 +66,31 @@ class CorrectionProgress:
         self._call_tokens = count
         if self._sink is not None and self._clock() - self._last_push >= self._interval:
             fraction = min(0.9, self._call_tokens / self._expected_tokens)
-            self._push(self._percent(fraction),
-                       f"Korekce chunk {self._done + 1}/{self._total}: generuji ({self.tokens} tokenů)")
+            push = self._next(self._percent(fraction),
+                              f"Korekce chunk {self._done + 1}/{self._total}: generuji ({self.tokens} tokenů)")
+            if push is not None:
+                self._sink.push_correction_progress_nowait(push)
 
-    def finished(self) -> None:
+    async def finished(self) -> None:
         self._done = self._total
         self._earlier_tokens += self._call_tokens
         self._call_tokens = 0
-        self._push(100.0, "Korekce dokončena")
+        push = self._next(100.0, "Korekce dokončena")
+        if push is not None and self._sink is not None:
+            await self._sink.push_correction_progress(push)
 
     def _percent(self, fraction: float = 0.0) -> float:
         if self._total <= 0:
             return 100.0
         return round((self._done + fraction) / self._total * 100.0, 1)
 
-    def _push(self, percent: float, message: str) -> None:
+    def _next(self, percent: float, message: str) -> CorrectionProgressPush | None:
+        """The push to send now (None without a sink), counted."""
         self._last_push = self._clock()
         if self._sink is None:
-            return
-        self._sink.push_correction_progress(CorrectionProgressPush(
+            return None
+        self.pushes += 1
+        return CorrectionProgressPush(
             meeting_id=self._meeting_id, client_id=self._client_id, percent=percent, chunks_done=self._done,
             total_chunks=self._total, message=message, tokens_generated=self.tokens,
-        ))
-        self.pushes += 1
+        )

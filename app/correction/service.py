@@ -260,7 +260,7 @@ class CorrectionService:
         unreadable: LlmJsonError | None = None
         for index, chunk_positions in enumerate(chunks):
             chunk = [result[p] for p in chunk_positions]
-            progress.chunk_started(index, expected_tokens=estimate_tokens(prompts.output_text(chunk)))
+            await progress.chunk_started(index, expected_tokens=estimate_tokens(prompts.output_text(chunk)))
             try:
                 reply = await self._llm.complete_json(messages_for(chunk_positions), CorrectionReply,
                                                       on_token=progress.on_token, max_tokens=self._output_budget)
@@ -279,7 +279,7 @@ class CorrectionService:
         if chunks and len(uncorrected) == len(positions) and unreadable is not None:
             raise CorrectionModelError(f"correction of every chunk ({len(chunks)}) failed: {unreadable}") \
                 from unreadable
-        progress.finished()
+        await progress.finished()
         log.info("corrected %d of %d segments in %d chunk(s), %d rule(s), %d question(s)", len(positions),
                  len(segments), len(chunks), len(rules), len(questions))
         return result, questions, uncorrected

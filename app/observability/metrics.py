@@ -58,8 +58,23 @@ class Metrics:
             "jervis_agent_job_duration_seconds", "Wall time of one agent step, by agent and mode.",
             ["agent", "mode"], buckets=_DURATION_BUCKETS, registry=r)
         self.push_failures = Counter(
-            "jervis_kotlin_push_failures", "Pushes to the Kotlin server given up after every retry, by endpoint.",
+            "jervis_kotlin_push_failures", "Pushes to the Kotlin server given up, by endpoint: expired in the outbox "
+            "before Kotlin acknowledged them, or lost from memory while MongoDB refused writes.",
             ["endpoint"], registry=r)
+        self.push_deliveries = Counter(
+            "jervis_kotlin_push_deliveries", "Pushes Kotlin acknowledged (any answer below 500), by endpoint.",
+            ["endpoint"], registry=r)
+        self.push_attempt_failures = Counter(
+            "jervis_kotlin_push_attempt_failures", "Push attempts that failed (connection error, timeout, HTTP 5xx) "
+            "and are retried with backoff, by endpoint.", ["endpoint"], registry=r)
+        self.outbox_depth = Gauge(
+            "jervis_outbox_depth", "Pushes waiting in the MongoDB outbox (all pods) at scrape time.", registry=r)
+        self.outbox_oldest_age = Gauge(
+            "jervis_outbox_oldest_age_seconds", "Age of the oldest push waiting in the outbox at scrape time "
+            "(0 when none waits).", registry=r)
+        self.outbox_unwritten = Gauge(
+            "jervis_outbox_unwritten", "Pushes this pod holds in memory because MongoDB has not taken them yet.",
+            registry=r)
         self.lock_slots = Gauge(
             "jervis_lock_slots", "Orchestration lock slots (MongoDB) by state at scrape time: "
             "held_here (this pod), held_elsewhere, stale (holder stopped heart-beating), free.",
@@ -95,9 +110,15 @@ class Metrics:
     def push_failed(self, endpoint: str) -> None:
         self.push_failures.labels(endpoint).inc()
 
-    def push_failures_total(self) -> int:
-        return int(sum(sample.value for family in self.push_failures.collect() for sample in family.samples
-                       if sample.name.endswith("_total")))
+    def push_delivered(self, endpoint: str) -> None:
+        self.push_deliveries.labels(endpoint).inc()
+
+    def push_attempt_failed(self, endpoint: str) -> None:
+        self.push_attempt_failures.labels(endpoint).inc()
+
+    def set_outbox(self, depth: int, oldest_age_seconds: float) -> None:
+        self.outbox_depth.set(depth)
+        self.outbox_oldest_age.set(max(0.0, oldest_age_seconds))
 
     def set_lock_slots(self, slots: Iterable[dict[str, Any]], pod_id: str) -> None:
         counts = dict.fromkeys(("held_here", "held_elsewhere", "stale", "free"), 0)

@@ -1,7 +1,8 @@
 """Drive one segment of a run (start or resume) through the compiled graph.
 
-Node starts become progress pushes and SSE events as they happen; pushes are queued, never
-awaited, so the graph runs at checkpointer speed. The terminal outcome is read once at the end.
+Node starts become progress pushes and SSE events as they happen; a push costs one small
+outbox write (delivery to Kotlin happens elsewhere), so the graph runs at checkpointer speed.
+The terminal outcome is read once at the end.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class RunOutcome:
     interrupt_action: str | None = None
     interrupt_description: str | None = None
     interrupt: dict[str, Any] | None = None
+    interrupt_id: str | None = None
+    """LangGraph's id of the interrupt: the same when a crash replay raises it again, new for a
+    later interrupt of the thread (it tells the `interrupted` status pushes apart)."""
     branch: str | None = None
     artifacts: list[str] = field(default_factory=list)
     step_results: list[dict[str, Any]] = field(default_factory=list)
@@ -88,17 +92,18 @@ class RunDriver:
         run_progress = run_progress or RunProgress()
         run_progress.values = tracked
         interrupt_value: dict[str, Any] | None = None
+        interrupt_id: str | None = None
         started: dict[str, float] = {}
         config = self.config(run.thread_id)
         async for mode, chunk in self._graph.astream(
             graph_input, config, context=self._context, stream_mode=["tasks", "updates", "custom"]
         ):
             if mode == "tasks":
-                self._on_task(run, chunk, tracked, events, started, run_progress)
+                await self._on_task(run, chunk, tracked, events, started, run_progress)
             elif mode == "updates":
                 for node, update in chunk.items():
                     if node == "__interrupt__":
-                        interrupt_value = _interrupt_payload(update)
+                        interrupt_value, interrupt_id = _interrupt_payload(update)
                     elif isinstance(update, dict):
                         merge_update(tracked, update)
             elif mode == "custom" and isinstance(chunk, dict):
@@ -109,6 +114,7 @@ class RunDriver:
                 interrupt_action=str(interrupt_value.get("action") or "unknown"),
                 interrupt_description=str(interrupt_value.get("description") or ""),
                 interrupt=interrupt_value,
+                interrupt_id=interrupt_id,
                 percent=run_progress.percent,
             )
         common = {
@@ -121,8 +127,8 @@ class RunDriver:
                               percent=run_progress.percent, **common)
         return RunOutcome(status="done", summary=tracked.get("final_result"), percent=progress.DONE, **common)
 
-    def _on_task(self, run: RunIdentity, chunk: dict[str, Any], tracked: dict[str, Any], events: EventLog,
-                 started: dict[str, float], run_progress: RunProgress) -> None:
+    async def _on_task(self, run: RunIdentity, chunk: dict[str, Any], tracked: dict[str, Any], events: EventLog,
+                       started: dict[str, float], run_progress: RunProgress) -> None:
         node = chunk.get("name")
         if node not in NODE_NAMES:
             return
@@ -138,7 +144,7 @@ class RunDriver:
                 goal_index=int(tracked.get("current_goal_index") or 0), total_goals=len(goals),
                 step_index=int(tracked.get("current_step_index") or 0), total_steps=len(steps),
             )
-            self._kotlin.push_progress(push)
+            await self._kotlin.push_progress(push)
             events.publish("node_start", {"node": node, "message": push.message, "percent": push.percent,
                                           "goal_index": push.goal_index, "total_goals": push.total_goals,
                                           "step_index": push.step_index, "total_steps": push.total_steps,
@@ -155,10 +161,12 @@ class RunDriver:
                                         **({"error": str(error)} if error else {})})
 
 
-def _interrupt_payload(update: Any) -> dict[str, Any]:
-    """The value of the first pending interrupt (our nodes raise one at a time)."""
+def _interrupt_payload(update: Any) -> tuple[dict[str, Any], str | None]:
+    """The value and id of the first pending interrupt (our nodes raise one at a time)."""
     interrupts = list(update) if isinstance(update, (list, tuple)) else [update]
     if not interrupts:
-        return {"action": "unknown", "description": ""}
+        return {"action": "unknown", "description": ""}, None
     value = getattr(interrupts[0], "value", interrupts[0])
-    return value if isinstance(value, dict) else {"action": "unknown", "description": str(value)}
+    interrupt_id = getattr(interrupts[0], "id", None)
+    payload = value if isinstance(value, dict) else {"action": "unknown", "description": str(value)}
+    return payload, str(interrupt_id) if interrupt_id else None

@@ -248,8 +248,8 @@ class RunManager:
                                                              status="error", error=error):
             raise RunNotFoundError(f"No active task for {thread_id}")
         self._metrics.orchestration_ended("cancelled" if cancelled else "error")
-        self._kotlin.push_status(StatusPush(task_id=record.task_id, client_id=record.client_id,
-                                            thread_id=thread_id, status="error", error=error))
+        await self._kotlin.push_status(StatusPush(task_id=record.task_id, client_id=record.client_id,
+                                                  thread_id=thread_id, status="error", error=error))
         self._events.log(thread_id).publish("error", {"error": error})
 
     async def wait(self, run: ActiveRun) -> RunOutcome:
@@ -420,7 +420,7 @@ class RunManager:
             await lease.release()
         finally:
             self._slots.release()
-            self._announce(run.identity, outcome, events)
+            await self._announce(run.identity, outcome, events)
             events.close()
             try:
                 await self._record_outcome(run.identity, outcome)
@@ -455,8 +455,8 @@ class RunManager:
             message = t.budget_warning.format(fraction=f"{fraction:.0%}", dimension=dimension)
             events.publish("budget_warning", {"dimension": dimension, "fraction": round(fraction, 3),
                                               "message": message})
-            self._kotlin.push_progress(ProgressPush(task_id=identity.task_id, client_id=identity.client_id,
-                                                    node=current_scope().node, message=message))
+            self._kotlin.push_progress_nowait(ProgressPush(task_id=identity.task_id, client_id=identity.client_id,
+                                                           node=current_scope().node, message=message))
 
         tracker = BudgetTracker(limits=BudgetLimits(**(values.get("budget_limits") or {})),
                                 warn_fraction=self._settings.budget_warn_fraction, on_warning=warn)
@@ -492,14 +492,14 @@ class RunManager:
         except Exception:
             log.exception("could not record the outcome of %s", identity.thread_id)
 
-    def _announce(self, identity: RunIdentity, outcome: RunOutcome, events: EventLog) -> None:
-        self._kotlin.push_status(StatusPush(
+    async def _announce(self, identity: RunIdentity, outcome: RunOutcome, events: EventLog) -> None:
+        await self._kotlin.push_status(StatusPush(
             task_id=identity.task_id, client_id=identity.client_id, thread_id=identity.thread_id,
             status=outcome.status, summary=outcome.summary if outcome.status == "done" else None,
             error=outcome.error, interrupt_action=outcome.interrupt_action,
             interrupt_description=outcome.interrupt_description, branch=outcome.branch,
             artifacts=outcome.artifacts,
-        ))
+        ), segment=outcome.interrupt_id or "")
         event_type = {"interrupted": "approval_required"}.get(outcome.status, outcome.status)
         events.publish(event_type, {
             "summary": outcome.summary, "error": outcome.error, "report": outcome.report, "branch": outcome.branch,

@@ -69,9 +69,10 @@ def thread_of(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def push_failures(service: ServiceProcess) -> float:
+    """Failed push attempts (a push is retried until it expires, so attempts are what show a refusal)."""
     text = httpx.get(f"{service.url}/metrics", timeout=10).text
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("jervis_kotlin_push_failures_total{"))
+               if line.startswith("jervis_kotlin_push_attempt_failures_total{"))
 
 
 def test_run_with_yes_ends_done_with_the_branch_in_the_users_repository(

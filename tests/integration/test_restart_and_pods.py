@@ -7,9 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pymongo import MongoClient
 
+from tests.fixtures.kotlin_server import STATUS, FakeKotlinServer
 from tests.fixtures.llm_server import Reply
+from tests.fixtures.service import service_env
 from tests.support import (
+    advice_script,
     approval,
     classification,
     code_task_script,
@@ -157,3 +161,59 @@ def test_racing_approvals_resume_the_thread_once(service_factory, llm, kotlin, d
         kotlin.wait_for_status(thread_id=thread_id, status="done")
     assert git(repo, "rev-list", "--count", "--all").strip() == "2"
     assert len([s for s in kotlin.statuses if s["threadId"] == thread_id and s["status"] == "done"]) == 1
+
+
+def status_of(client: Any, thread_id: str) -> str:
+    return client.get(f"/status/{thread_id}").json()["status"]
+
+
+def gauge(client: Any, name: str) -> float:
+    lines = [line for line in client.get("/metrics").text.splitlines() if line.startswith(f"{name} ")]
+    return float(lines[0].split()[1])
+
+
+def test_statuses_produced_while_kotlin_is_down_reach_it_after_a_kill(
+        service_factory, llm, mongo_server, kb_server, data_root: Path) -> None:
+    kotlin = FakeKotlinServer().start()
+    kotlin.stop()  # down from the start: every push is refused
+    env = service_env(mongo_url=mongo_server.url, llm_url=llm.url, kotlin_url=kotlin.url, kb_url=kb_server.url,
+                      data_root=data_root, push_timeout_seconds=1, outbox_lease_seconds=2,
+                      outbox_retry_base_seconds=0.2, outbox_retry_max_seconds=0.5, outbox_poll_seconds=0.5)
+    mongo: MongoClient[dict[str, Any]] = MongoClient(mongo_server.url)
+    outbox = mongo[env["MONGODB_DATABASE"]]["orchestrator_outbox"]
+    rel = f"clients/c1/{new_task_id()}"
+    make_git_repo(data_root / rel)
+    pod = service_factory(env=env).start()
+    try:
+        with pod.client() as client:
+            llm.script(*code_task_script())
+            asking = client.post("/orchestrate/stream", json=orchestrate_body(workspace_path=rel)).json()["thread_id"]
+            wait_until(lambda: status_of(client, asking) == "interrupted" or None, what="the commit question")
+            llm.script(*advice_script("Hotovo, i když Kotlin spal."))
+            done = client.post("/orchestrate/stream", json=orchestrate_body()).json()["thread_id"]
+            wait_until(lambda: status_of(client, done) == "done" or None, what="the answer")
+            # Both statuses are in MongoDB and Kotlin has refused them at least once.
+            wait_until(lambda: outbox.count_documents({"kind": "status", "state": "pending",
+                                                       "attempts": {"$gte": 1}}) == 2 or None,
+                       what="two failed status attempts")
+            assert gauge(client, "jervis_outbox_depth") >= 2 and gauge(client, "jervis_outbox_oldest_age_seconds") > 0
+        pod.kill()
+
+        kotlin.start()  # back, on the same port
+        restarted = service_factory(env=env).start()
+        interrupted = kotlin.wait_for_status(thread_id=asking, status="interrupted", timeout=30)
+        finished = kotlin.wait_for_status(thread_id=done, status="done", timeout=30)
+        wait_until(lambda: outbox.count_documents({"state": "pending"}) == 0 or None, what="an empty outbox")
+        with restarted.client() as client:
+            assert gauge(client, "jervis_outbox_depth") == 0
+    finally:
+        kotlin.stop()
+        mongo.close()
+
+    assert interrupted["interruptAction"] == "commit" and finished["summary"] == "Hotovo, i když Kotlin spal."
+    # Exactly once per identity, each request carrying its identity as the Idempotency-Key.
+    assert sorted((s["threadId"], s["status"]) for s in kotlin.statuses) == sorted([(asking, "interrupted"),
+                                                                                   (done, "done")])
+    keys = kotlin.accepted_keys(STATUS)
+    assert f"status:{done}:done" in keys and any(k.startswith(f"status:{asking}:interrupted:") for k in keys)
+    assert kotlin.violations == []

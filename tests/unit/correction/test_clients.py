@@ -3,14 +3,17 @@ URL, by-kind on the read URL (kb-contract.md §2.3–§2.5); the correction-prog
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
 from app.clients.knowledge_base import KnowledgeBaseClient, KnowledgeBaseError
-from app.clients.kotlin import CORRECTION_PROGRESS_PATH, KotlinClient
+from app.clients.kotlin import CORRECTION_PROGRESS_PATH
 from app.schemas.correction import CorrectionProgressPush
 from tests.fixtures.kb_server import FakeKbServer
 from tests.fixtures.kotlin_server import FakeKotlinServer
+from tests.fixtures.outbox import push_rig
 
 
 async def test_writes_go_to_the_write_url_reads_to_the_read_url(http: httpx.AsyncClient, kb: FakeKbServer) -> None:
@@ -51,22 +54,22 @@ async def test_kb_failures_are_knowledge_base_errors(kb_client: KnowledgeBaseCli
             await call
 
 
-async def test_correction_progress_push_passes_kotlin_validation(http: httpx.AsyncClient,
-                                                                 kotlin: FakeKotlinServer) -> None:
-    client = KotlinClient(http, kotlin.url, push_timeout=2, push_attempts=3, retry_base_delay=0.01)
-    await client.start()
-    try:
+async def test_correction_progress_push_passes_kotlin_validation(http: httpx.AsyncClient, kotlin: FakeKotlinServer,
+                                                                 mongo_db: Any) -> None:
+    async with push_rig(http, kotlin.url, mongo_db, retry_base_seconds=0.01) as rig:
         kotlin.fail_next(1)
-        client.push_correction_progress(CorrectionProgressPush(
+        await rig.client.push_correction_progress(CorrectionProgressPush(
             meeting_id="m1", client_id="c1", percent=50, chunks_done=1, total_chunks=2, message="Korekce chunk 2/2"))
-        client.push_correction_progress(CorrectionProgressPush(
+        await rig.delivery.deliver_due()
+        rig.client.push_correction_progress_nowait(CorrectionProgressPush(
             meeting_id="m1", client_id="c1", percent=100, chunks_done=2, total_chunks=2, message=None,
             tokens_generated=42))
-        await client.flush(5)
-    finally:
-        await client.stop(drain_timeout=5)
+        await rig.flush(5)
 
-    assert [e.route for e in kotlin.events] == [CORRECTION_PROGRESS_PATH] * 2  # tried once: no retry
+    # The failed heartbeat is replaced by the later one of its meeting: only the latest is worth sending.
+    assert [(e.route, e.outcome) for e in kotlin.events] == [(CORRECTION_PROGRESS_PATH, "injected"),
+                                                             (CORRECTION_PROGRESS_PATH, "accepted")]
     assert kotlin.correction_progress == [{"meetingId": "m1", "clientId": "c1", "percent": 100.0, "chunksDone": 2,
                                            "totalChunks": 2, "message": None, "tokensGenerated": 42}]
+    assert kotlin.accepted_keys(CORRECTION_PROGRESS_PATH)[0].startswith("correction:m1:")
     assert kotlin.violations == []

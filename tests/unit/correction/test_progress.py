@@ -11,14 +11,17 @@ class Recorder:
     def __init__(self) -> None:
         self.pushes: list[dict] = []
 
-    def push_correction_progress(self, push: CorrectionProgressPush) -> None:
+    async def push_correction_progress(self, push: CorrectionProgressPush) -> None:
+        self.pushes.append(push.wire())
+
+    def push_correction_progress_nowait(self, push: CorrectionProgressPush) -> None:
         self.pushes.append(push.wire())
 
 
-def test_per_chunk_then_throttled_stream_then_final() -> None:
+async def test_per_chunk_then_throttled_stream_then_final() -> None:
     sink, clock = Recorder(), FakeClock()
     progress = CorrectionProgress(sink, meeting_id="m1", client_id="c1", total_chunks=2, interval=10, clock=clock)
-    progress.chunk_started(0, expected_tokens=100)
+    await progress.chunk_started(0, expected_tokens=100)
     for count in range(1, 11):  # ten tokens within 9 s: no push
         clock.now += 0.9
         progress.on_token(count)
@@ -26,9 +29,9 @@ def test_per_chunk_then_throttled_stream_then_final() -> None:
     clock.now += 1.5
     progress.on_token(11)  # 10.5 s after the chunk push
     progress.on_token(12)  # right after: throttled
-    progress.chunk_started(1, expected_tokens=100)
+    await progress.chunk_started(1, expected_tokens=100)
     progress.on_token(1)
-    progress.finished()
+    await progress.finished()
 
     assert [(p["percent"], p["chunksDone"], p["totalChunks"]) for p in sink.pushes] == [
         (0.0, 0, 2), (5.5, 0, 2), (50.0, 1, 2), (100.0, 2, 2)]
@@ -40,19 +43,19 @@ def test_per_chunk_then_throttled_stream_then_final() -> None:
     assert all(isinstance(p["percent"], float) for p in sink.pushes)
 
 
-def test_tokens_add_up_across_a_repair_round() -> None:
+async def test_tokens_add_up_across_a_repair_round() -> None:
     sink = Recorder()
     progress = CorrectionProgress(sink, meeting_id="m1", client_id="c1", total_chunks=1, interval=0)
-    progress.chunk_started(0)
+    await progress.chunk_started(0)
     progress.on_token(40)
     progress.on_token(5)  # the repair call restarts its count
     assert progress.tokens == 45
 
 
-def test_nothing_is_pushed_without_a_meeting() -> None:
+async def test_nothing_is_pushed_without_a_meeting() -> None:
     sink = Recorder()
     progress = CorrectionProgress(sink, meeting_id=None, client_id="c1", total_chunks=2, interval=0)
-    progress.chunk_started(0)
+    await progress.chunk_started(0)
     progress.on_token(1)
-    progress.finished()
+    await progress.finished()
     assert sink.pushes == [] and progress.pushes == 0

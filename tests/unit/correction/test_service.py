@@ -24,17 +24,21 @@ from app.schemas.correction import CorrectionRequest
 from tests.fixtures.kb_server import FakeKbServer
 from tests.fixtures.kotlin_server import FakeKotlinServer
 from tests.fixtures.llm_server import RecordedRequest, Reply, ScriptedLlmServer
+from tests.fixtures.outbox import PushRig, push_rig
 from tests.support import node_marker
 
 CLIENT = "c1"
 
 
 @pytest.fixture
-async def kotlin_client(http: httpx.AsyncClient, kotlin: FakeKotlinServer) -> AsyncIterator[KotlinClient]:
-    client = KotlinClient(http, kotlin.url, push_timeout=2, push_attempts=1)
-    await client.start()
-    yield client
-    await client.stop(drain_timeout=5)
+async def pushes(http: httpx.AsyncClient, kotlin: FakeKotlinServer, mongo_db: Any) -> AsyncIterator[PushRig]:
+    async with push_rig(http, kotlin.url, mongo_db) as rig:
+        yield rig
+
+
+@pytest.fixture
+def kotlin_client(pushes: PushRig) -> KotlinClient:
+    return pushes.client
 
 
 def make_service(llm: ScriptedLlmServer, kb_client: KnowledgeBaseClient, kotlin_client: KotlinClient,
@@ -60,14 +64,14 @@ def echo(request: RecordedRequest) -> str:
 
 async def test_long_generation_pushes_progress_while_streaming(llm: ScriptedLlmServer, kb: FakeKbServer,
                                                                kb_client: KnowledgeBaseClient,
-                                                               kotlin_client: KotlinClient,
+                                                               kotlin_client: KotlinClient, pushes: PushRig,
                                                                kotlin: FakeKotlinServer) -> None:
     # ~60 pieces 30 ms apart: about 1.8 s of streaming, pushed every 0.4 s.
     llm.script(Reply(match=node_marker("correction"), content=echo, chunk_size=2, chunk_delay=0.03))
     service = make_service(llm, kb_client, kotlin_client, progress_interval=0.4)
 
     result = await service.correct(request(["dobry den vsem pritomnym", "zaciname"]))
-    await kotlin_client.flush(5)
+    await pushes.flush(5)
 
     assert [s.text for s in result.segments] == ["DOBRY DEN VSEM PRITOMNYM", "ZACINAME"]
     pushes = kotlin.correction_progress

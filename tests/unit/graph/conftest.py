@@ -16,11 +16,14 @@ from app.agents.local import LocalRunner
 from app.agents.workspace import WorkspaceManager
 from app.clients.knowledge_base import KnowledgeBaseClient
 from app.clients.kotlin import KotlinClient
+from app.clients.outbox import OutboxWriter
 from app.config import Settings
 from app.graph.builder import build_graph
 from app.graph.context import RunContext
 from app.llm.provider import LitellmProvider
 from app.persistence.context_store import COLLECTION_NAME, ContextStore
+from app.persistence.outbox import COLLECTION_NAME as OUTBOX_COLLECTION
+from app.persistence.outbox import OutboxStore
 from tests.support import SCRIPTED_AGENT
 
 
@@ -42,10 +45,11 @@ async def ctx(run_settings: dict[str, Any], kb: Any, kotlin: Any, mongo_db: Any,
     store = ContextStore(mongo_db[COLLECTION_NAME])
     await store.setup()
     workspaces = WorkspaceManager(tmp_path)
+    outbox = OutboxWriter(OutboxStore(mongo_db[OUTBOX_COLLECTION], pod_id="graph-tests"))  # nodes call the tracker only
     async with httpx.AsyncClient() as http:
         yield RunContext(
             settings=settings, llm=LitellmProvider(settings),
-            kb=KnowledgeBaseClient(http, kb.url, kb.url, timeout=2), kotlin=KotlinClient(http, kotlin.url),
+            kb=KnowledgeBaseClient(http, kb.url, kb.url, timeout=2), kotlin=KotlinClient(http, kotlin.url, outbox),
             context_store=store, runner=LocalRunner(workspaces, settings), workspaces=workspaces,
         )
         await store.drain()

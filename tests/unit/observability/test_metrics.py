@@ -70,3 +70,18 @@ def test_two_instances_do_not_share_a_registry() -> None:
     first, second = Metrics(), Metrics()
     first.orchestration_ended("done")
     assert second.orchestrations.labels("done")._value.get() == 0
+
+
+async def test_outbox_gauges_are_read_at_scrape_time() -> None:
+    metrics = Metrics()
+    depth = [3]
+
+    async def refresh(m: Metrics) -> None:
+        m.set_outbox(depth[0], 12.5 if depth[0] else -1.0)
+
+    metrics.on_scrape(refresh)
+    samples = await scrape(metrics)
+    assert samples[("jervis_outbox_depth", ())] == 3 and samples[("jervis_outbox_oldest_age_seconds", ())] == 12.5
+    depth[0] = 0
+    samples = await scrape(metrics)
+    assert samples[("jervis_outbox_depth", ())] == 0 and samples[("jervis_outbox_oldest_age_seconds", ())] == 0
