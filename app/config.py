@@ -48,6 +48,12 @@ class Settings(BaseSettings):
     """Database of the LangGraph checkpoints."""
     kotlin_mongodb_database: str | None = None
     """The Kotlin server's database on the same MongoDB: when set, the spec §20.3 indexes of its `chat_messages`, `chat_summaries` and `tasks` are ensured at start-up."""
+    mongodb_timeout_seconds: float = Field(default=5.0, ge=1)
+    """Server selection and connect timeout of every MongoDB client (checkpoints included): an unreachable MongoDB fails an operation, and shows in `/health`, within this time instead of pymongo's 30 s. At least 1 s: a client looks for a lost server again at most every 0.5 s."""
+    mongodb_socket_timeout_seconds: float = Field(default=60.0, gt=0)
+    """A MongoDB operation whose reply takes longer fails (a network partition without a reset is noticed); no operation of the service comes near it."""
+    mongodb_outage_wait_seconds: float = Field(default=120.0, ge=0)
+    """A run whose MongoDB operation fails because MongoDB is unreachable keeps its slot and waits this long (pinging with backoff up to 5 s apart), then continues from its last checkpoint; past it the run is suspended, left `running` for recovery, never failed. Keep it well below `LOCK_STALE_SECONDS`."""
 
     kotlin_server_url: str = "http://jervis-server:5500"
     """Where progress and status pushes and tracker calls go."""

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import httpx
 from fastapi import FastAPI
 from langgraph.checkpoint.mongodb import MongoDBSaver
-from pymongo import MongoClient
 
 from app.agents.factory import create_runner, describe_agents
 from app.agents.workspace import WorkspaceManager
@@ -38,7 +37,8 @@ from app.persistence import runs as runs_module
 from app.persistence.context_store import ContextStore
 from app.persistence.indexes import KOTLIN_INDEXES, ensure_indexes
 from app.persistence.lock import OrchestrationLock
-from app.persistence.mongo import create_client
+from app.persistence.mongo import MongoTimeouts, create_client, create_sync_client, ping
+from app.persistence.outage import MongoOutage
 from app.persistence.outbox import OutboxStore
 from app.persistence.runs import RunStore
 from app.runs.events import EventHub
@@ -65,7 +65,9 @@ class Services:
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = getattr(app.state, "settings", None) or Settings()
     async with AsyncExitStack() as stack:
-        mongo = create_client(settings.mongodb_url)
+        timeouts = MongoTimeouts(connect_seconds=settings.mongodb_timeout_seconds,
+                                 socket_seconds=settings.mongodb_socket_timeout_seconds)
+        mongo = create_client(settings.mongodb_url, timeouts=timeouts)
         stack.push_async_callback(mongo.close)
         db = mongo[settings.mongodb_database]
         lock = OrchestrationLock(
@@ -81,8 +83,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             setups.append(ensure_indexes(mongo[settings.kotlin_mongodb_database], KOTLIN_INDEXES))
         await asyncio.gather(*setups)
         metrics = Metrics()
+        outage = MongoOutage(lambda: ping(mongo), wait_seconds=settings.mongodb_outage_wait_seconds)
+        metrics.mongodb_waits.set_function(lambda: outage.waiting)
 
-        sync_mongo: MongoClient = MongoClient(settings.mongodb_url)
+        sync_mongo = create_sync_client(settings.mongodb_url, timeouts=timeouts)
         stack.callback(sync_mongo.close)
         checkpointer = MongoDBSaver(sync_mongo, db_name=settings.checkpoint_database)
 
@@ -116,9 +120,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         )
         graph = build_graph().compile(checkpointer=checkpointer)
         events = EventHub(capacity=settings.stream_buffer_events)
-        manager = RunManager(settings=settings, graph=graph, driver=RunDriver(graph, context, kotlin, metrics),
-                             lock=lock, runs=run_store, kotlin=kotlin, events=events, workspaces=workspaces,
-                             metrics=metrics, redact=redact)
+        driver = RunDriver(graph, context, kotlin, metrics, outage)
+        manager = RunManager(settings=settings, graph=graph, driver=driver, lock=lock, runs=run_store,
+                             kotlin=kotlin, events=events, workspaces=workspaces, metrics=metrics,
+                             redact=redact, outage=outage)
         metrics.active_runs.set_function(lambda: manager.active_count)
         metrics.outbox_unwritten.set_function(lambda: outbox.pending)
 

@@ -33,7 +33,8 @@ class Metrics:
         r = self.registry
         self.orchestrations = Counter(
             "jervis_orchestrations", "Orchestration segments ended, by outcome "
-            "(done, error, cancelled, interrupted = waiting for the user, suspended = handed over on shutdown).",
+            "(done, error, cancelled, interrupted = waiting for the user, suspended = handed over on shutdown "
+            "or after a MongoDB outage longer than its wait).",
             ["outcome"], registry=r)
         self.rejections = Counter(
             "jervis_orchestration_rejections", "Requests refused with HTTP 429: every slot was busy.", registry=r)
@@ -81,6 +82,9 @@ class Metrics:
             ["state"], registry=r)
         self.lock_lost = Counter(
             "jervis_lock_lost", "Runs stopped because this pod lost their lock slot.", registry=r)
+        self.mongodb_waits = Gauge(
+            "jervis_mongodb_waits", "Runs (and run-record writes) of this pod waiting for an unreachable MongoDB "
+            "to answer again; each continues from its last checkpoint when it does.", registry=r)
         self._refreshers: list[Refresher] = []
 
     # --- recording ---------------------------------------------------------------------------

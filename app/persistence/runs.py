@@ -78,6 +78,32 @@ class RunStore:
         )
         return result.matched_count > 0
 
+    async def upsert(self, thread_id: str, *, task_id: str, client_id: str, pod_id: str | None = None,
+                     created_at: float | None = None, **fields: Any) -> None:
+        """Set ``fields`` like update(), creating the run with its identity if it is missing (its
+        create was lost to an outage): an outcome always lands, findable by thread and task."""
+        values = self._validated(fields)
+        now = self._clock()
+        identity = {"task_id": task_id, "client_id": client_id, "pod_id": pod_id,
+                    "created_at": now if created_at is None else created_at}
+        await self._collection.update_one(
+            {"_id": thread_id},
+            {"$set": {**values, "updated_at": now},
+             "$setOnInsert": {name: value for name, value in identity.items() if name not in values}},
+            upsert=True,
+        )
+
+    async def record_progress(self, thread_id: str, *, pod_id: str, usage: dict[str, Any], percent: float) -> bool:
+        """Usage and percent of a run executing on ``pod_id``, written as it goes (a crash then
+        loses no segment's usage). Only while the run is still ``running`` there: a late write
+        never touches a run that ended or that another pod took over. Returns whether it did."""
+        values = self._validated({"usage": usage, "percent": percent})
+        result = await self._collection.update_one(
+            {"_id": thread_id, "status": "running", "pod_id": pod_id},
+            {"$set": {**values, "updated_at": self._clock()}},
+        )
+        return result.matched_count > 0
+
     async def transition(self, thread_id: str, *, from_status: RunStatus, **fields: Any) -> bool:
         """Set ``fields`` only if the run is still in ``from_status`` (atomic compare-and-set):
         of two requests racing to resume, or to resume and cancel, exactly one wins."""

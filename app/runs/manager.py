@@ -33,10 +33,12 @@ from app.llm.scope import LlmScope, current_scope, scope_for, use_scope
 from app.observability.logs import run_context
 from app.observability.metrics import Metrics
 from app.persistence.lock import LockLease, OrchestrationLock
+from app.persistence.outage import MongoOutage, MongoUnavailableError
 from app.persistence.runs import RunRecord, RunStore
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 from app.runs.events import EventHub, EventLog
 from app.runs.ids import new_thread_id, task_id_of
+from app.runs.journal import RunJournal
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome, RunProgress
 from app.schemas.domain import CodingTask
 from app.schemas.kotlin import (
@@ -57,6 +59,7 @@ CLOUD_REJECTED_MESSAGE = "Lokální model selhal a použití cloudového modelu 
 #: How long a cancel or crash report may wait for the checkpoint before the error goes out without it.
 REPORT_READ_SECONDS = 5.0
 SUSPENDED_MESSAGE = "Orchestrace pozastavena (restart služby); bude obnovena z posledního checkpointu"
+OUTAGE_SUSPENDED_MESSAGE = "Orchestrace pozastavena (MongoDB nedostupná); bude obnovena z posledního checkpointu"
 
 
 @dataclass
@@ -69,6 +72,8 @@ class ActiveRun:
     scope: LlmScope | None = None
     started_at: float = field(default_factory=time.monotonic)
     progress: RunProgress = field(default_factory=RunProgress)
+    journal: RunJournal | None = None
+    """Writes the run record as the segment goes (creation, usage at node ends, outcome)."""
 
 
 def _usage_fields(usage: dict[str, Any]) -> dict[str, Any]:
@@ -138,6 +143,7 @@ class RunManager:
         workspaces: WorkspaceManager,
         metrics: Metrics,
         redact: Callable[[str], str] = str,
+        outage: MongoOutage | None = None,
     ) -> None:
         self._settings = settings
         self._graph = graph
@@ -149,6 +155,7 @@ class RunManager:
         self._workspaces = workspaces
         self._metrics = metrics
         self._redact = redact
+        self._outage = outage
         self._slots = asyncio.Semaphore(settings.max_concurrent_orchestrations)
         self._active: dict[str, ActiveRun] = {}
         self._accepting = True
@@ -282,7 +289,7 @@ class RunManager:
 
     async def recent(self, limit: int) -> RunList:
         """The latest runs, newest first (`GET /runs`). A run executing here shows its live
-        percent (its record is written only when a segment ends); one that just ended, its outcome."""
+        percent (its record trails it by up to a node); one that just ended, its outcome."""
         summaries = []
         for record in await self._runs.recent(limit):
             run = self._active.get(record.thread_id)
@@ -361,15 +368,18 @@ class RunManager:
         events = self._events.log(identity.thread_id)
         watcher = asyncio.create_task(self._cancel_when_lost(run, lease))
         try:
-            bookkeeping = asyncio.create_task(self._create_record(record)) if record is not None else None
+            run.journal = self._journal(identity, record)  # a new run's record is created off the request path
             scope = await self._scope(identity, graph_input, known, events, run.progress)
             run.scope = scope
-            try:
-                with use_scope(scope):
-                    outcome = await self._driver.drive(identity, graph_input, events, known, run.progress)
-            finally:
-                if bookkeeping is not None:
-                    await bookkeeping
+            budget = scope.budget
+            run.journal.track(lambda: (budget.snapshot() if budget is not None else {}, run.progress.percent))
+            run.progress.on_node_end = run.journal.note
+            with use_scope(scope):
+                outcome = await self._driver.drive(identity, graph_input, events, known, run.progress)
+        except MongoUnavailableError as exc:  # the outage outlasted its wait: recovery continues the run
+            log.error("suspending %s: %s", identity.thread_id, exc)
+            watcher.cancel()
+            return await self._suspend(run, lease, events, OUTAGE_SUSPENDED_MESSAGE)
         except asyncio.CancelledError:
             if not run.cancel_requested:  # shutdown or a lost lock: the run is not over
                 watcher.cancel()
@@ -423,11 +433,12 @@ class RunManager:
             await self._announce(run.identity, outcome, events)
             events.close()
             try:
-                await self._record_outcome(run.identity, outcome)
+                await self._record_outcome(run, outcome)
             finally:
                 self._active.pop(run.identity.thread_id, None)
 
-    async def _suspend(self, run: ActiveRun, lease: LockLease, events: EventLog) -> RunOutcome:
+    async def _suspend(self, run: ActiveRun, lease: LockLease, events: EventLog,
+                       message: str = SUSPENDED_MESSAGE) -> RunOutcome:
         """Leave the run `running` in MongoDB, owned by this pod, and free its slot: recovery
         (this pod after a restart, or any other pod) continues it from its last checkpoint.
         Kotlin hears nothing, so the task is not failed for a deployment."""
@@ -435,19 +446,21 @@ class RunManager:
         log.warning("suspending %s: it will be resumed from its last checkpoint", thread_id)
         self._metrics.orchestration_ended("suspended")
         try:
+            if run.journal is not None:  # the usage so far, for the segment that continues the run
+                await run.journal.flush()
             await lease.release()
         finally:
             self._slots.release()
             self._active.pop(thread_id, None)
-            events.publish("suspended", {"message": SUSPENDED_MESSAGE})
+            events.publish("suspended", {"message": message})
             events.close()
-        return RunOutcome(status="error", error=SUSPENDED_MESSAGE)
+        return RunOutcome(status="error", error=message)
 
     async def _scope(self, identity: RunIdentity, graph_input: Any, known: dict[str, Any] | None,
                      events: EventLog, progress: RunProgress) -> LlmScope:
         """Escalation policy and budget of this segment, continued from earlier segments."""
         values = known or (graph_input if isinstance(graph_input, dict) else {})
-        previous = None if isinstance(graph_input, dict) else await self._runs.get(identity.thread_id)
+        previous = None if isinstance(graph_input, dict) else await self._read_record(identity.thread_id)
 
         t = texts(run_language(values, self._settings))
 
@@ -467,12 +480,16 @@ class RunManager:
         return scope_for(values.get("rules") or {}, task.get("query", ""), task_id=identity.task_id,
                          cloud_approved=bool(previous and previous.cloud_approved), budget=tracker)
 
-    async def _create_record(self, record: RunRecord) -> None:
-        """Off the request path: the run already runs while its record is written."""
-        try:
-            await self._runs.create(record)
-        except Exception:
-            log.exception("could not record run %s", record.thread_id)
+    async def _read_record(self, thread_id: str) -> RunRecord | None:
+        """The record a segment continues from, waiting out a MongoDB outage (up to its deadline)."""
+        if self._outage is None:
+            return await self._runs.get(thread_id)
+        return await self._outage.call(lambda: self._runs.get(thread_id), f"run record of {thread_id}")
+
+    def _journal(self, identity: RunIdentity, create: RunRecord | None = None) -> RunJournal:
+        return RunJournal(self._runs, thread_id=identity.thread_id, task_id=identity.task_id,
+                          client_id=identity.client_id, pod_id=self._settings.pod_id, outage=self._outage,
+                          create=create)
 
     async def _cancel_when_lost(self, run: ActiveRun, lease: LockLease) -> None:
         await lease.lost.wait()
@@ -481,16 +498,15 @@ class RunManager:
         if run.task is not None:
             run.task.cancel()
 
-    async def _record_outcome(self, identity: RunIdentity, outcome: RunOutcome) -> None:
-        try:
-            await self._runs.update(
-                identity.thread_id, status=outcome.status, summary=outcome.summary, error=outcome.error,
-                interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
-                branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage, percent=outcome.percent,
-                report=outcome.report,
-            )
-        except Exception:
-            log.exception("could not record the outcome of %s", identity.thread_id)
+    async def _record_outcome(self, run: ActiveRun, outcome: RunOutcome) -> None:
+        """After the run's earlier record writes; upserted, waiting out a MongoDB outage."""
+        journal = run.journal or self._journal(run.identity)
+        await journal.finish(
+            status=outcome.status, summary=outcome.summary, error=outcome.error,
+            interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
+            branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage, percent=outcome.percent,
+            report=outcome.report,
+        )
 
     async def _announce(self, identity: RunIdentity, outcome: RunOutcome, events: EventLog) -> None:
         await self._kotlin.push_status(StatusPush(

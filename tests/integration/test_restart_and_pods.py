@@ -6,12 +6,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from pymongo import MongoClient
 
 from tests.fixtures.kotlin_server import STATUS, FakeKotlinServer
 from tests.fixtures.llm_server import Reply
-from tests.fixtures.service import service_env
+from tests.fixtures.mongo import RestartableMongo
+from tests.fixtures.service import ServiceProcess, service_env
 from tests.support import (
     advice_script,
     approval,
@@ -91,13 +93,27 @@ def nodes_of(kotlin: Any, task_id: str) -> list[str]:
     return [p["node"] for p in kotlin.progress if p["taskId"] == task_id]
 
 
-def test_crashed_pod_restarting_with_its_id_continues_from_the_checkpoint(service_factory, llm, kotlin) -> None:
+def wait_for_usage(mongo_url: str, service: ServiceProcess, thread_id: str) -> dict[str, Any]:
+    """The usage on a run's record, once it has some."""
+    with MongoClient(mongo_url) as mongo:
+        runs = mongo[service.env["MONGODB_DATABASE"]]["orchestrator_runs"]
+
+        def usage() -> dict[str, Any] | None:
+            found = ((runs.find_one({"_id": thread_id}) or {}).get("usage")) or {}
+            return found if found.get("tokens") else None
+
+        return wait_until(usage, what=f"usage on the record of {thread_id}")
+
+
+def test_crashed_pod_restarting_with_its_id_continues_from_the_checkpoint(service_factory, llm, kotlin,
+                                                                          mongo_server) -> None:
     llm.script(*slow_then_fast_respond("Po restartu"))
     pod = service_factory(pod_id="orchestrator-0").start()
     body = orchestrate_body()
     with pod.client() as client:
         thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
     wait_for_slow_respond(llm)
+    before = wait_for_usage(mongo_server.url, pod, thread_id)  # written when intake ended
     pod.kill()
 
     restarted = service_factory(env=pod.env).start()  # same POD_ID, its old slot is still "fresh"
@@ -106,8 +122,16 @@ def test_crashed_pod_restarting_with_its_id_continues_from_the_checkpoint(servic
     assert done["summary"] == "Po restartu"
     assert nodes_of(kotlin, body["task_id"]) == ["intake", "evidence_pack", "respond", "respond", "finalize"]
     with restarted.client() as client:
-        assert client.get(f"/status/{thread_id}").json()["status"] == "done"
+        status = client.get(f"/status/{thread_id}").json()
+    assert status["status"] == "done"
     assert not [s for s in kotlin.statuses if s["threadId"] == thread_id and s["status"] == "error"]
+    # the killed segment's usage is counted with the segment that finished the run
+    usage = wait_for_usage(mongo_server.url, restarted, thread_id)
+    respond_tokens = sum(u["prompt_tokens"] + u["completion_tokens"]
+                         for key, u in usage["by_node_tier"].items() if key.startswith("respond/"))
+    assert [key.split("/")[0] for key in before["by_node_tier"]] == ["intake"]
+    assert all(usage["by_node_tier"][key] == counts for key, counts in before["by_node_tier"].items())
+    assert int(status["llm_tokens"]) == usage["tokens"] >= before["tokens"] + respond_tokens > before["tokens"]
 
 
 def test_run_of_a_dead_pod_is_adopted_by_another_pod(service_factory, llm, kotlin) -> None:
@@ -167,11 +191,6 @@ def status_of(client: Any, thread_id: str) -> str:
     return client.get(f"/status/{thread_id}").json()["status"]
 
 
-def gauge(client: Any, name: str) -> float:
-    lines = [line for line in client.get("/metrics").text.splitlines() if line.startswith(f"{name} ")]
-    return float(lines[0].split()[1])
-
-
 def test_statuses_produced_while_kotlin_is_down_reach_it_after_a_kill(
         service_factory, llm, mongo_server, kb_server, data_root: Path) -> None:
     kotlin = FakeKotlinServer().start()
@@ -196,7 +215,7 @@ def test_statuses_produced_while_kotlin_is_down_reach_it_after_a_kill(
             wait_until(lambda: outbox.count_documents({"kind": "status", "state": "pending",
                                                        "attempts": {"$gte": 1}}) == 2 or None,
                        what="two failed status attempts")
-            assert gauge(client, "jervis_outbox_depth") >= 2 and gauge(client, "jervis_outbox_oldest_age_seconds") > 0
+            assert metric(client, "jervis_outbox_depth") >= 2 and metric(client, "jervis_outbox_oldest_age_seconds") > 0
         pod.kill()
 
         kotlin.start()  # back, on the same port
@@ -205,7 +224,7 @@ def test_statuses_produced_while_kotlin_is_down_reach_it_after_a_kill(
         finished = kotlin.wait_for_status(thread_id=done, status="done", timeout=30)
         wait_until(lambda: outbox.count_documents({"state": "pending"}) == 0 or None, what="an empty outbox")
         with restarted.client() as client:
-            assert gauge(client, "jervis_outbox_depth") == 0
+            assert metric(client, "jervis_outbox_depth") == 0
     finally:
         kotlin.stop()
         mongo.close()
@@ -217,3 +236,43 @@ def test_statuses_produced_while_kotlin_is_down_reach_it_after_a_kill(
     keys = kotlin.accepted_keys(STATUS)
     assert f"status:{done}:done" in keys and any(k.startswith(f"status:{asking}:interrupted:") for k in keys)
     assert kotlin.violations == []
+
+
+def test_mongodb_stopped_and_started_mid_run_the_run_waits_and_finishes(
+        service_factory, restartable_mongo: RestartableMongo, llm, kotlin, kb_server, data_root: Path) -> None:
+    llm.script(Reply(match=node_marker("intake"), content=classification()),
+               Reply(match=node_marker("respond"), content="never shown", delay_before=4, times=1,
+                     name="respond-slow"),
+               Reply(match=node_marker("respond"), content="Po výpadku MongoDB", name="respond"))
+    env = service_env(mongo_url=restartable_mongo.url, llm_url=llm.url, kotlin_url=kotlin.url, kb_url=kb_server.url,
+                      data_root=data_root, heartbeat_dead_seconds=10, mongodb_timeout_seconds=1,
+                      mongodb_outage_wait_seconds=60)
+    pod = service_factory(env=env).start()
+    body = orchestrate_body()
+    with pod.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
+        wait_for_slow_respond(llm)
+        restartable_mongo.stop()  # while respond waits for the LLM: its checkpoint write will fail
+
+        assert wait_until(lambda: client.get("/health/ready").status_code == 503, what="not ready")
+        assert client.get("/health").json()["status"] == "degraded"
+        assert client.get("/health/live").status_code == 200
+        wait_until(lambda: metric(client, "jervis_mongodb_waits") == 1, what="the run waiting for MongoDB")
+        assert client.get(f"/status/{thread_id}").json()["status"] == "running"
+
+        restartable_mongo.start()
+        done = kotlin.wait_for_status(thread_id=thread_id, status="done", timeout=60)
+        assert wait_until(lambda: client.get("/health/ready").status_code == 200, what="ready again")
+        assert client.get(f"/status/{thread_id}").json()["status"] == "done"
+
+    assert done["summary"] == "Po výpadku MongoDB"
+    assert [s["status"] for s in kotlin.statuses if s["threadId"] == thread_id] == ["done"]
+    assert [r.matched for r in llm.requests if r.matched and r.matched.startswith("respond")] == [
+        "respond-slow", "respond"]  # respond's lost step ran again, from the last checkpoint
+
+
+def metric(client: httpx.Client, name: str) -> float | None:
+    for line in client.get("/metrics").text.splitlines():
+        if line.startswith(f"{name} "):
+            return float(line.split()[1])
+    return None

@@ -10,7 +10,7 @@ from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
 from app.persistence.embedded_mongo import EmbeddedMongo, EmbeddedMongoError
-from app.persistence.mongo import create_client, ping
+from app.persistence.mongo import MongoTimeouts, create_client, ping
 from tests.support import free_port
 
 
@@ -79,7 +79,7 @@ async def test_ping_measures_latency_and_raises_when_unreachable(mongo_server: E
         assert 0 < await ping(client) < 5
     finally:
         await client.close()
-    dead = create_client("mongodb://127.0.0.1:9", server_selection_timeout_ms=200)
+    dead = create_client("mongodb://127.0.0.1:9", timeouts=MongoTimeouts(connect_seconds=0.2))
     try:
         with pytest.raises(PyMongoError):
             await ping(dead)

@@ -128,3 +128,52 @@ async def test_transition_lets_exactly_one_of_racing_requests_win(runs: RunStore
     assert sorted(results) == [False] * 9 + [True]
     assert (await runs.get("thread-waiting")).status == "running"
     assert await runs.transition("thread-waiting", from_status="interrupted", status="error") is False
+
+
+async def test_upsert_creates_a_missing_run_with_its_identity(runs: RunStore, clock: FakeClock) -> None:
+    clock.now = 700.0
+    await runs.upsert("thread-lost", task_id="task-9", client_id="client-9", pod_id="pod-a", created_at=650.0,
+                      status="done", summary="finished", usage={"tokens": 12})
+
+    stored = await runs.get("thread-lost")
+    assert stored is not None
+    assert (stored.task_id, stored.client_id, stored.pod_id, stored.status, stored.summary, stored.usage) == (
+        "task-9", "client-9", "pod-a", "done", "finished", {"tokens": 12})
+    assert (stored.created_at, stored.updated_at) == (650.0, 700.0)
+    assert [r.thread_id for r in await runs.list_by_status("done")] == ["thread-lost"]
+
+
+async def test_upsert_of_an_existing_run_sets_fields_and_keeps_its_identity(runs: RunStore, clock: FakeClock) -> None:
+    await runs.create(record(pod_id="pod-a"))
+    clock.now = 900.0
+    await runs.upsert("thread-1", task_id="other", client_id="other", pod_id="pod-z", status="error", error="boom")
+
+    stored = await runs.get("thread-1")
+    assert stored is not None
+    assert (stored.task_id, stored.client_id, stored.pod_id) == ("task-1", "client-1", "pod-a")
+    assert (stored.created_at, stored.status, stored.error, stored.updated_at) == (100.0, "error", "boom", 900.0)
+    with pytest.raises(ValueError):
+        await runs.upsert("thread-1", task_id="t", client_id="c", created_at_typo=1.0)
+
+
+async def test_record_progress_writes_only_a_run_running_on_that_pod(runs: RunStore) -> None:
+    await runs.create(record("t-mine", pod_id="pod-a"))
+    await runs.create(record("t-adopted", pod_id="pod-b"))
+    await runs.create(record("t-ended", status="done", pod_id="pod-a", percent=100.0))
+    usage = {"tokens": 30, "by_node_tier": {"intake/LOCAL_FAST": {"prompt_tokens": 20, "completion_tokens": 10}}}
+
+    written = [await runs.record_progress(t, pod_id="pod-a", usage=usage, percent=42.0)
+               for t in ("t-mine", "t-adopted", "t-ended", "t-missing")]
+
+    assert written == [True, False, False, False]
+    mine, adopted, ended = [await runs.get(t) for t in ("t-mine", "t-adopted", "t-ended")]
+    assert (mine.usage, mine.percent, mine.status) == (usage, 42.0, "running")
+    assert (adopted.usage, adopted.percent) == ({}, 0.0)
+    assert (ended.usage, ended.percent, ended.status) == ({}, 100.0, "done")
+    assert await runs.get("t-missing") is None
+
+
+async def test_transition_and_claim_never_create_a_missing_run(runs: RunStore, mongo_db: Db) -> None:
+    assert await runs.transition("t-none", from_status="interrupted", status="running", pod_id="pod-a") is False
+    assert await runs.claim("t-none", from_pod=None, to_pod="pod-a") is False
+    assert await mongo_db[COLLECTION_NAME].count_documents({}) == 0

@@ -1,0 +1,118 @@
+"""The run record of one executing segment, written as the run goes.
+
+Three kinds of write, one at a time and in this order: the record's creation (off the request
+path: the run already runs while it is written), the usage and percent at node boundaries, the
+outcome last. Usage and percent are cumulative, so the node-boundary writes coalesce: at most
+one in flight and one more queued, which carries the latest figures; a failed one is made good
+by the next. A crash therefore loses at most the usage of the node it interrupted, and an
+adopting pod continues the budget from the record (`RunManager._scope`).
+
+A creation lost to a MongoDB outage is tried again at the next node boundary, and the outcome is
+upserted with the run's identity, so an ended run always has its record. The outcome write waits
+out an outage (`MongoOutage`) rather than leaving the run `running` for recovery to repeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from app.persistence.mongo import is_unreachable
+from app.persistence.outage import MongoOutage
+from app.persistence.runs import RunRecord, RunStore
+
+log = logging.getLogger(__name__)
+
+Figures = Callable[[], tuple[dict[str, Any], float]]
+#: How long the end of a segment waits for a node-boundary write still in flight.
+FLUSH_SECONDS = 30.0
+
+
+class RunJournal:
+    def __init__(self, runs: RunStore, *, thread_id: str, task_id: str, client_id: str, pod_id: str,
+                 outage: MongoOutage | None = None, create: RunRecord | None = None,
+                 flush_seconds: float = FLUSH_SECONDS) -> None:
+        self._runs = runs
+        self._thread_id = thread_id
+        self._task_id = task_id
+        self._client_id = client_id
+        self._pod_id = pod_id
+        self._outage = outage
+        self._pending_create = create
+        self._flush_seconds = flush_seconds
+        self._figures: Figures | None = None
+        self._dirty = False
+        self._writer: asyncio.Task[None] | None = None
+        if create is not None:
+            self.note()
+
+    def track(self, figures: Figures) -> None:
+        """What node-boundary writes carry: (usage snapshot, percent), read when the write starts."""
+        self._figures = figures
+
+    def note(self) -> None:
+        """A node ended: write the latest figures soon, without making the run wait for it."""
+        self._dirty = True
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._drain(), name=f"run-journal:{self._thread_id}")
+
+    async def _drain(self) -> None:
+        while self._dirty:
+            self._dirty = False
+            try:
+                await self._write_figures()
+            except Exception as exc:  # the next boundary writes the same figures, and more
+                if is_unreachable(exc):
+                    log.warning("run record of %s not written: MongoDB unreachable (%s)", self._thread_id,
+                                type(exc).__name__)
+                else:
+                    log.exception("run record of %s not written", self._thread_id)
+
+    async def _write_figures(self) -> None:
+        figures = self._figures() if self._figures is not None else None
+        if self._pending_create is not None:
+            record = self._pending_create
+            if figures is not None:
+                usage, percent = figures
+                record = record.model_copy(update={"usage": usage, "percent": max(percent, record.percent)})
+            await self._runs.create(record)
+            self._pending_create = None
+        elif figures is not None:
+            usage, percent = figures
+            await self._runs.record_progress(self._thread_id, pod_id=self._pod_id, usage=usage, percent=percent)
+
+    async def flush(self) -> None:
+        """Wait for the writes already asked for (bounded: a write that hangs past
+        `flush_seconds` is abandoned; the outcome carries the same figures)."""
+        writer = self._writer
+        if writer is None or writer.done():
+            return
+        _, pending = await asyncio.wait({writer}, timeout=self._flush_seconds)
+        if pending:
+            log.warning("run record write of %s did not finish in %g s; abandoned", self._thread_id,
+                        self._flush_seconds)
+            writer.cancel()
+            await asyncio.gather(writer, return_exceptions=True)
+
+    async def finish(self, **fields: Any) -> None:
+        """The segment's outcome, after every earlier write; upserted with the run's identity (a
+        lost creation is superseded), waiting out a MongoDB outage up to its deadline. Never
+        raises: the outcome has already gone to Kotlin, the record is the second copy."""
+        await self.flush()
+        created = self._pending_create
+        self._pending_create = None
+
+        async def write() -> None:
+            await self._runs.upsert(self._thread_id, task_id=self._task_id, client_id=self._client_id,
+                                    pod_id=created.pod_id if created else self._pod_id,
+                                    created_at=created.created_at if created else None, **fields)
+
+        try:
+            if self._outage is not None:
+                await self._outage.call(write, f"outcome of {self._thread_id}")
+            else:
+                await write()
+        except Exception:
+            log.exception("could not record the outcome of %s", self._thread_id)
