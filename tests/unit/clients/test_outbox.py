@@ -14,7 +14,7 @@ from app.clients.kotlin import PROGRESS_PATH, KotlinClient
 from app.clients.outbox import OutboxWriter
 from app.observability.metrics import Metrics
 from app.persistence.embedded_mongo import EmbeddedMongo
-from app.persistence.mongo import create_client
+from app.persistence.mongo import MongoTimeouts, create_client
 from app.persistence.outbox import COLLECTION_NAME, OutboxStore
 from app.schemas.kotlin import ProgressPush, StatusPush
 from tests.fixtures.kotlin_server import FakeKotlinServer
@@ -32,7 +32,7 @@ def progress(node: str) -> ProgressPush:
 async def test_pushes_wait_in_memory_while_mongodb_is_down_and_arrive_in_order(
         http: httpx.AsyncClient, kotlin: FakeKotlinServer, tmp_path: Path) -> None:
     port = free_port()  # MongoDB comes up here later
-    mongo = create_client(f"mongodb://127.0.0.1:{port}", server_selection_timeout_ms=300)
+    mongo = create_client(f"mongodb://127.0.0.1:{port}", timeouts=MongoTimeouts(connect_seconds=0.3))
     store = OutboxStore(mongo["outbox_down"][COLLECTION_NAME], pod_id="p")
     metrics = Metrics()
     delivery = DeliveryService(store, http, kotlin.url, retry_base_seconds=0.05, metrics=metrics)

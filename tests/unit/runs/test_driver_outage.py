@@ -18,7 +18,6 @@ from langgraph.types import Command, interrupt
 from app.agents.local import LocalRunner
 from app.agents.workspace import WorkspaceManager
 from app.clients.knowledge_base import KnowledgeBaseClient
-from app.clients.kotlin import KotlinClient
 from app.config import Settings
 from app.graph.context import RunContext
 from app.llm.provider import LitellmProvider
@@ -29,6 +28,7 @@ from app.persistence.outage import MongoOutage, MongoUnavailableError
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver, RunIdentity, RunProgress
 from tests.fixtures.mongo import RestartableMongo
+from tests.fixtures.outbox import push_rig
 
 #: Short, but longer than pymongo's 0.5 s between checks of a server that went away.
 FAST = MongoTimeouts(connect_seconds=1.0, socket_seconds=5.0)
@@ -69,10 +69,10 @@ async def harness(restartable_mongo: RestartableMongo, tmp_path: Path) -> AsyncI
     client = create_client(restartable_mongo.url, timeouts=FAST)
     database = "t_" + uuid.uuid4().hex[:12]
     workspaces = WorkspaceManager(tmp_path)
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient() as http, push_rig(http, NOWHERE, client[database]) as pushes:
         context = RunContext(
             settings=settings, llm=LitellmProvider(settings), kb=KnowledgeBaseClient(http, NOWHERE, NOWHERE, timeout=1),
-            kotlin=KotlinClient(http, NOWHERE), context_store=ContextStore(client[database][COLLECTION_NAME]),
+            kotlin=pushes.client, context_store=ContextStore(client[database][COLLECTION_NAME]),
             runner=LocalRunner(workspaces, settings), workspaces=workspaces,
         )
         outage = MongoOutage(lambda: ping(client), wait_seconds=30, first_delay=0.1, max_delay=0.5)
