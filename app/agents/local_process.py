@@ -7,6 +7,10 @@ recorded by `exit_recorder.py`. Beside them a small record names the process: it
 start time (a reused pid has another one) and the boot (after a reboot every pid is someone
 else's). All three files sit in `<workspace>/.jervis/runs/` under the job's deterministic name
 (`job_spec.job_name`), as a Kubernetes Job would be found by its name.
+
+Pids mean something only on one machine and in one PID namespace: a record made elsewhere (another
+host or container sharing the volume) looks stale here, and the step starts again. The local
+runner is for one machine (development, a single container); clusters use Jobs.
 """
 
 from __future__ import annotations
@@ -195,7 +199,7 @@ class AgentProcess:
         """Stop watching and leave the process running (a suspended run). Our own child is then
         reaped by a thread that waits for it, so it leaves no zombie behind while we live on."""
         self.close()
-        if self._popen is not None:
+        if self._popen is not None:  # one wait, no loop: the thread ends with the agent
             threading.Thread(target=self._popen.wait, name=f"reap-{self.pid}", daemon=True).start()
             self._popen = None
 
