@@ -59,5 +59,6 @@ class AgentRunner(Protocol):
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
         """Run the step to completion. `prepare` writes the hand-over files and is awaited only
         when a new agent starts (not when re-attaching to one that already runs). Cancelling
-        the awaiting task stops the agent."""
+        the awaiting task stops the agent, unless the run is being suspended
+        (`control.should_detach()`): then the agent is left running for whoever adopts the run."""
         ...

@@ -1,25 +1,31 @@
-"""Local agent runner: the agent entrypoint as a subprocess on the workspace, as a Job would run it.
+"""Local agent runner: the agent entrypoint as a process on the workspace, as a Job would run it.
 
 Development uses it without a cluster. The entrypoint (agent-images/entrypoint) is the same one
 the agent images run, so changed files, results and git steps behave identically; which agent it
 drives for each type is `LocalAgents`' choice (the local Aider by default).
+
+Like a Job, the agent outlives the service (`local_process`): a service that restarts mid-step,
+or the pod that adopts a suspended run, finds the process by the job's name and re-attaches to
+it, or judges the result it left, instead of running the step again. A user's cancel and the
+step's timeout stop it; a run suspended for shutdown or a lost lease leaves it running.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
-import signal
 import sys
+import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
-from app.agents.job_spec import job_name
+from app.agents.control import should_detach
+from app.agents.job_spec import job_name, step_label
 from app.agents.local_agents import AiderInstallError, LocalAgents
+from app.agents.local_process import AgentProcess
+from app.agents.log_lines import LogFollower
 from app.agents.outcome import judge
 from app.agents.workspace import WorkspaceManager
 from app.config import Settings
@@ -27,16 +33,16 @@ from app.config import Settings
 log = logging.getLogger(__name__)
 
 TAIL_LINES = 60
-#: Longer agent output lines are cut (they still reach the log, the stream and the tail, bounded).
-MAX_LINE_CHARS = 4000
-CHUNK_BYTES = 65536
+#: How often a running agent's log is read for new lines (its end is noticed at once, by pidfd).
+LOG_POLL_SECONDS = 0.25
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "agent-images" / "entrypoint" / "jervis_entrypoint.py"
 
 
 class LocalRunner:
     def __init__(self, workspaces: WorkspaceManager, settings: Settings, *, entrypoint: Path = ENTRYPOINT,
-                 agents: LocalAgents | None = None) -> None:
+                 agents: LocalAgents | None = None, log_poll_seconds: float = LOG_POLL_SECONDS) -> None:
         self._workspaces = workspaces
+        self._log_poll_seconds = log_poll_seconds
         self._settings = settings
         self._entrypoint = entrypoint
         self.agents = agents or LocalAgents(settings)
@@ -60,6 +66,18 @@ class LocalRunner:
         return env
 
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
+        name = job_name(job)
+        found = AgentProcess.find(job.workspace, name)
+        if found is not None:
+            if found.alive():
+                log.info("re-attaching to agent %s (pid %d)", name, found.pid)
+                return await self._watch(found, job, on_log, replay=True)
+            if found.exit_code() is not None:
+                log.info("agent %s ended while no service watched it: judging its result", name)
+                return await self._watch(found, job, on_log, replay=True)
+            log.info("agent %s (pid %d) is gone without an exit status: starting it again", name, found.pid)
+            found.kill_orphans()
+            found.remove()
         agent_env: dict[str, str] = {}
         if job.entrypoint_mode == "agent":  # git and test modes run no agent
             try:
@@ -67,32 +85,71 @@ class LocalRunner:
             except AiderInstallError as exc:
                 return judge(self._workspaces, job, exit_code=None, log_tail=str(exc)[-2000:],
                              failure=f"Aider could not be installed: {str(exc).splitlines()[0]}")
-        await prepare()  # a local process never survives the service, so there is nothing to re-attach to
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(self._entrypoint),
-            cwd=job.workspace, env=self._env(job, agent_env),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,  # its own process group, so cancel kills the agent's children too
-        )
+        await self._retire_other_attempts(job, name)
+        await prepare()
+        process = AgentProcess.launch(job.workspace, name, [sys.executable, str(self._entrypoint)],
+                                      self._env(job, agent_env), thread_id=job.thread_id, step=step_label(job))
+        return await self._watch(process, job, on_log, replay=False)
+
+    async def _retire_other_attempts(self, job: AgentJob, name: str) -> None:
+        """No two attempts of one step run at once: an earlier one left running (its run was
+        suspended and then cancelled) is stopped before the next starts on the same workspace."""
+        for other in AgentProcess.of_step(job.workspace, job.thread_id, step_label(job)):
+            if other.record.job_name == name:
+                other.close()
+                continue
+            if other.alive():
+                log.warning("agent %s of an earlier attempt still runs: stopping it before %s",
+                            other.record.job_name, name)
+                await other.stop()
+            else:
+                other.kill_orphans()
+            other.remove()
+
+    async def _watch(self, process: AgentProcess, job: AgentJob, on_log: LogSink | None, *,
+                     replay: bool) -> AgentResult:
+        """Follow the agent's log until it ends (or its time is up), then judge its result."""
+        name = process.record.job_name
+        follower = LogFollower(process.log_file)
         tail: deque[str] = deque(maxlen=TAIL_LINES)
-        # Named like the Job it stands for: the attempt is in the name of every log line.
-        reader = asyncio.create_task(_pump(proc, tail, job_name(job), on_log))
+
+        def emit(lines: list[str]) -> None:
+            for line in lines:
+                tail.append(line)
+                log.info("[%s] %s", name, line)  # named like the Job: the attempt is in every line
+                if on_log is not None:
+                    on_log(line)
+
+        if replay:  # what it said before this process watched: its last lines, for the tail and the stream
+            emit(follower.replay(TAIL_LINES))
+        deadline = process.record.started_at + job.timeout_seconds  # a re-attach does not extend it
         try:
-            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that arrives as the
-            # agent exits, and the cancelled run would carry on.
-            async with asyncio.timeout(job.timeout_seconds):
-                await proc.wait()
-        except TimeoutError:
-            await _kill(proc)
-            await reader
-            return judge(self._workspaces, job, exit_code=proc.returncode, log_tail="\n".join(tail),
-                         failure=f"Agent {job.agent_type} timed out after {job.timeout_seconds:g} s")
-        except BaseException:  # cancelled: the run was cancelled, take the agent down with it
-            await _kill(proc)
-            reader.cancel()
+            while process.alive():
+                emit(follower.read())
+                remaining = deadline - time.time()
+                if remaining <= 0:
+                    await process.stop()
+                    emit(follower.finish())
+                    return self._judged(process, job, tail,
+                                        failure=f"Agent {job.agent_type} timed out after {job.timeout_seconds:g} s")
+                await process.wait(min(remaining, self._log_poll_seconds))
+        except BaseException:
+            if should_detach():  # suspended: the agent keeps working for whoever adopts the run
+                log.info("run suspended: agent %s (pid %d) left running", name, process.pid)
+                process.release()
+                raise
+            await process.stop()  # cancelled: the agent must not outlive its run
+            process.remove()
             raise
-        await reader
-        return judge(self._workspaces, job, exit_code=proc.returncode, log_tail="\n".join(tail))
+        emit(follower.finish())
+        return self._judged(process, job, tail)
+
+    def _judged(self, process: AgentProcess, job: AgentJob, tail: deque[str], *,
+                failure: str | None = None) -> AgentResult:
+        result = judge(self._workspaces, job, exit_code=process.exit_code(), log_tail="\n".join(tail),
+                       failure=failure)
+        process.remove()
+        return result
 
 
 def _progress_sink(on_log: LogSink | None) -> Callable[[str], None]:
@@ -104,53 +161,3 @@ def _progress_sink(on_log: LogSink | None) -> Callable[[str], None]:
             on_log(line)
 
     return sink
-
-
-async def _pump(proc: asyncio.subprocess.Process, tail: deque[str], name: str, on_log: LogSink | None) -> None:
-    assert proc.stdout is not None
-    async for line in bounded_lines(proc.stdout):
-        tail.append(line)
-        log.info("[%s] %s", name, line)
-        if on_log is not None:
-            on_log(line)
-
-
-async def bounded_lines(stream: asyncio.StreamReader, max_chars: int = MAX_LINE_CHARS) -> AsyncIterator[str]:
-    """The stream's lines, each cut to `max_chars` with a note of what was dropped.
-
-    Read in chunks rather than with readline(): a line longer than the reader's 64 KiB limit (a
-    minified file echoed by an agent) would otherwise raise and stop the reading, and the agent
-    would block on a full pipe."""
-    pending = b""
-    dropped = 0
-    while chunk := await stream.read(CHUNK_BYTES):
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for raw in complete:
-            yield _cut(raw, dropped, max_chars)
-            dropped = 0
-        if len(pending) > max_chars * 4:  # a line still going: keep its head, count the rest
-            dropped += len(pending) - max_chars * 4
-            pending = pending[: max_chars * 4]
-    if pending or dropped:
-        yield _cut(pending, dropped, max_chars)
-
-
-def _cut(raw: bytes, dropped: int, max_chars: int) -> str:
-    line = raw.decode(errors="replace").rstrip()
-    if len(line) <= max_chars and not dropped:
-        return line
-    return f"{line[:max_chars]} … (line cut at {max_chars} characters)"
-
-
-async def _kill(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        await asyncio.wait_for(proc.wait(), 5)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()

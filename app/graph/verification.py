@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.agents.base import AgentJob
+from app.agents.control import should_detach
 from app.agents.test_command import TestCommand
 from app.agents.workspace import StepBrief
 from app.graph import prompts
@@ -62,7 +63,8 @@ async def run_tests(ctx: RunContext, *, command: TestCommand, workspace: Path, s
         log.exception("the test run could not be started")
         return TestRun(outcome="not_run", command=command.label(), summary=f"{type(exc).__name__}: {exc}", output="")
     finally:
-        ctx.workspaces.cleanup(workspace)
+        if not should_detach():  # a suspended run's test process still reads and writes .jervis/
+            ctx.workspaces.cleanup(workspace)
     outcome = result.test_outcome if result.test_outcome in ("passed", "failed", "not_run") else (
         "passed" if result.success else "failed")
     output = result.log_tail[-TEST_OUTPUT_CHARS:]

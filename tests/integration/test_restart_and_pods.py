@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from tests.fixtures.llm_server import Reply
 from tests.fixtures.mongo import RestartableMongo
 from tests.fixtures.service import ServiceProcess, service_env
 from tests.support import (
+    SCRIPTED_AGENT,
     advice_script,
     approval,
     classification,
@@ -51,6 +54,38 @@ def test_interrupted_run_is_resumed_by_a_fresh_process(service_factory, llm, kot
     assert git(repo, "rev-list", "--count", done["branch"]).strip() == "2"
     resumed = [p for p in kotlin.progress if p["taskId"] == body["task_id"]]
     assert all(p["clientId"] == body["client_id"] for p in resumed)
+
+
+def test_service_killed_mid_step_reattaches_to_its_local_agent_on_restart(service_factory, llm, kotlin,
+                                                                          data_root: Path) -> None:
+    """kill -9 while the local agent works: the agent survives the service, and the restarted
+    service (same POD_ID: it adopts at once) follows it instead of starting the step again. The
+    agent holds on until the test lets it go (at most 60 s), so the restart, however slow, finds
+    it running."""
+    task_dir = data_root / "clients" / "c1" / new_task_id()
+    repo = make_git_repo(task_dir / "repo")
+    starts, go = task_dir / "starts.txt", task_dir / "go"  # beside the workspace, outside git
+    held = ["sh", "-c", "echo started >> ../starts.txt; for i in $(seq 600); do [ -e ../go ] && break; sleep 0.1; "
+                        f"done; exec {shlex.join(SCRIPTED_AGENT)}"]
+    llm.script(*code_task_script())
+    pod = service_factory(pod_id="orchestrator-0", local_agent_command=json.dumps(held)).start()
+    body = orchestrate_body(workspace_path=repo.relative_to(data_root).as_posix())
+    with pod.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
+    wait_until(starts.exists, what="the agent to start")
+    pod.kill()
+
+    restarted = service_factory(env=pod.env).start()
+    wait_until(lambda: "re-attaching to agent" in restarted.log_tail(400), what="the re-attach")
+    go.touch()
+    asked = kotlin.wait_for_status(thread_id=thread_id, status="interrupted", timeout=60)
+    assert asked["interruptAction"] == "commit"
+    with restarted.client() as client:
+        assert client.post(f"/approve/{thread_id}", json=approval(True, "ano")).status_code == 200
+    done = kotlin.wait_for_status(thread_id=thread_id, status="done")
+
+    assert starts.read_text().splitlines() == ["started"]  # the step ran once
+    assert git(repo, "show", "--name-only", "--format=", done["branch"]).split() == ["app/health.py"]
 
 
 def test_two_pods_share_one_orchestration_slot(service_factory, llm, kotlin) -> None:

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from app.agents.base import AgentJob, AgentResult
+from app.agents.control import should_detach
 from app.agents.workspace import StepBrief, WorkspaceError
 from app.clients.kotlin import TrackerError
 from app.graph import chat, prompts, step_changes
@@ -143,7 +144,8 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
         log.exception("agent %s could not run step %d.%d", agent, goal_index + 1, step.index + 1)
         result = AgentResult(success=False, summary=f"Agent {agent} could not run: {type(exc).__name__}: {exc}")
     finally:
-        ctx.workspaces.cleanup(workspace)
+        if not should_detach():  # a suspended run's agent still reads and writes .jervis/
+            ctx.workspaces.cleanup(workspace)
     if base is None:  # re-attached to an agent an earlier process started: its base is on record
         base = await step_changes.recorded_base(ctx.snapshots, workspace, key)
     findings = "" if step.expects_changes else clip(

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from langgraph.types import interrupt
 
 from app.agents.base import AgentJob, AgentResult
+from app.agents.control import should_detach
 from app.agents.workspace import StepBrief
 from app.graph.answers import read_approval
 from app.graph.approval import Modification, classify_modification
@@ -91,7 +92,8 @@ async def run_git(state: OrchestratorState, runtime: NodeRuntime, workspace: Pat
                                     on_log=lambda line: emit({"type": "agent_log", "agent": f"git-{action}",
                                                               "line": line}))
     finally:
-        ctx.workspaces.cleanup(workspace)
+        if not should_detach():  # a suspended run's agent still reads and writes .jervis/
+            ctx.workspaces.cleanup(workspace)
 
 
 def added_step(state: OrchestratorState, runtime: NodeRuntime, text: str, branch: str) -> dict[str, Any]:

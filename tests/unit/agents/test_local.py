@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from app.agents.base import AgentJob
-from app.agents.local import MAX_LINE_CHARS, LocalRunner, bounded_lines
+from app.agents.local import LocalRunner
+from app.agents.log_lines import MAX_LINE_CHARS, LineCutter
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
 from tests.support import SCRIPTED_AGENT, file_block, git, make_git_repo
@@ -155,7 +156,7 @@ async def test_run_fails_and_kills_the_agent_when_it_times_out(manager: Workspac
     assert result.success is False and "timed out after 1 s" in result.summary
     assert "sleeping 30s" in result.log_tail
     assert seen and not any(alive(pid) for pid in seen)
-    assert agent_pids(repo) == []
+    assert agent_pids(repo) == [] and not (repo / ".jervis" / "runs").exists()
 
 
 async def test_cancelling_the_run_kills_the_agent_before_it_writes(manager: WorkspaceManager, repo: Path) -> None:
@@ -166,7 +167,7 @@ async def test_cancelling_the_run_kills_the_agent_before_it_writes(manager: Work
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
-    assert not any(alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids) and not (repo / ".jervis" / "runs").exists()
     await asyncio.sleep(1.3)  # past the moment the agent would have written the file
     assert not (repo / "late.txt").exists()
     result = repo / ".jervis" / "result.json"
@@ -214,10 +215,7 @@ async def test_an_output_line_longer_than_the_reader_limit_is_cut_not_fatal(mana
     assert "after the long line" in lines
 
 
-async def test_bounded_lines_splits_chunks_and_keeps_an_unterminated_last_line() -> None:
-    reader = asyncio.StreamReader()
-    reader.feed_data(b"one\ntw")
-    reader.feed_data(b"o\n" + b"y" * 50 + b"\nlast")
-    reader.feed_eof()
-    assert [line async for line in bounded_lines(reader, max_chars=10)] == [
-        "one", "two", "y" * 10 + " … (line cut at 10 characters)", "last"]
+def test_line_cutter_splits_chunks_and_keeps_an_unterminated_last_line() -> None:
+    cutter = LineCutter(max_chars=10)
+    lines = cutter.feed(b"one\ntw") + cutter.feed(b"o\n" + b"y" * 50 + b"\nlast")
+    assert lines + cutter.flush() == ["one", "two", "y" * 10 + " … (line cut at 10 characters)", "last"]
