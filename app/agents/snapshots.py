@@ -189,16 +189,25 @@ class WorkspaceSnapshots:
 
     async def _not_ignored(self, workspace: Path, paths: list[str]) -> list[str]:
         """`paths` minus those the ignore rules in the working tree now ignore (the real index is only read)."""
+        ignored = await self.ignored(workspace, paths)
+        return [path for path in paths if path not in ignored]
+
+    async def ignored(self, workspace: Path, paths: list[str]) -> set[str]:
+        """Those of `paths` the repository's ignore rules ignore now (tracked paths never are)."""
         if not paths:
-            return []
+            return set()
         out = await self._run(workspace, "check-ignore", "-z", "--stdin", stdin=_encode_paths(paths),
                               ok_codes=(0, 1))  # 1: none of them is ignored
-        ignored = set(filter(None, _decode_path(out).split("\0")))
-        return [path for path in paths if path not in ignored]
+        return set(filter(None, _decode_path(out).split("\0")))
 
     # ------------------------------------------------------------------ git plumbing
     async def _git_dir(self, workspace: Path) -> Path:
-        """The absolute git dir (`.git` may be a file pointing elsewhere, as in a linked worktree)."""
+        """The absolute git dir (`.git` may be a file pointing elsewhere, as in a linked worktree).
+        A `.git` that is a symlink out of the workspace is refused: our records and temporary
+        indexes would be written wherever it points."""
+        dot_git = workspace / ".git"
+        if dot_git.is_symlink() and not _inside(workspace.resolve(), dot_git):
+            raise SnapshotError(f"{dot_git} is a symlink leading outside the workspace")
         out = await self._run(workspace, "rev-parse", "--absolute-git-dir")
         return Path(_decode_path(out).strip())
 
