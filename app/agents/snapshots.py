@@ -146,6 +146,25 @@ class WorkspaceSnapshots:
         removed = await asyncio.to_thread(_delete, workspace, await self._not_ignored(workspace, present))
         return sorted({*rewritten, *(set(added) - set(present)), *removed})
 
+    async def restore_paths(self, workspace: Path, base: str, paths: list[str]) -> list[str]:
+        """Put exactly `paths` back as they were in `base` (a forbidden file an agent wrote):
+        written from the base tree where it has them (with their mode, a symlink as a symlink),
+        deleted where it has not. Git's checkout never writes beyond a symlink, and a deletion
+        removes a file or link itself, never anything through a symlinked directory. Returns the
+        paths it put back or deleted."""
+        _check_object_id(base)
+        if not paths:
+            return []
+        # --literal-pathspecs: a forbidden name like `*.env` is a file name here, not a pattern.
+        out = await self._run(workspace, "--literal-pathspecs", "ls-tree", "-r", "-z", "--name-only", base, "--",
+                              *paths)
+        in_base = [entry for entry in _decode_path(out).split("\0") if entry]
+        restored = [path for path in paths if any(e == path or e.startswith(path + "/") for e in in_base)]
+        if in_base:
+            await self._checkout(workspace, base, in_base)
+        removed = await asyncio.to_thread(_delete, workspace, [path for path in paths if path not in restored])
+        return sorted({*restored, *removed})
+
     async def diff(self, workspace: Path, base: str, *, max_chars: int = 12000) -> str:
         """Unified diff from the base to the working tree now, for a review; bounded to `max_chars`."""
         _check_object_id(base)
