@@ -3,8 +3,6 @@ out of it: the step fails with a clear reason and no agent starts."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from langgraph.runtime import Runtime
 
 from app.graph.context import RunContext
