@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from dataclasses import dataclass
-from itertools import accumulate
 
 from fastapi.exceptions import RequestValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.config import Settings
 
-#: A JSON string (escapes included): its brackets are text, not structure.
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-_DEPTH_STEP = [1 if b in b"[{" else -1 for b in range(256)]
+#: Objects and arrays alike: `{` → `[`, `}` → `]`.
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")
+_SCAN_CHUNK = 1 << 20
 #: How much of a refused body is read and dropped, and for how long, before the 413 is sent.
 DRAIN_BYTES = 32 << 20
 DRAIN_SECONDS = 10.0
@@ -53,12 +51,40 @@ class RequestLimits:
 
 def json_depth_exceeds(body: bytes, limit: int) -> bool:
     """True when objects and arrays nest deeper than `limit` (a top-level object is depth 1).
-    Strings are cut out first; then only brackets are counted, in C loops, so a large body with
-    little structure (a transcript) costs about as much as one pass of a regular expression."""
+
+    Only C-speed byte operations, linear in the body and bounded in memory whatever it holds
+    (a regular expression over strings can go quadratic on crafted escapes): escapes are dropped,
+    the text outside strings keeps only its brackets, and then each pass removes every innermost
+    `[]` pair, so a structure `limit` deep is gone after `limit` passes (a run of more than
+    `limit` openers ends it early). What survives is a deeper structure, or brackets that match
+    nothing (invalid JSON: too deep only when more than `limit` of them are open; the parser
+    reports the rest)."""
     if body.count(b"[") + body.count(b"{") <= limit:
         return False
-    skeleton = _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
-    return max(accumulate(map(_DEPTH_STEP.__getitem__, skeleton)), default=0) > limit
+    skeleton = _brackets_outside_strings(body).translate(_ONE_KIND)
+    too_deep = b"[" * (limit + 1)  # that many opened in a row nest that deep, whatever follows
+    for _ in range(limit):
+        if too_deep in skeleton:
+            return True
+        reduced = skeleton.replace(b"[]", b"")
+        if len(reduced) == len(skeleton):
+            break
+        skeleton = reduced
+    return b"[]" in skeleton or skeleton.count(b"[") > limit
+
+
+def _brackets_outside_strings(body: bytes) -> bytes:
+    """The brackets of `body` that are structure, not text. Escaped backslashes go first, then
+    escaped quotes, so every quote left opens or closes a string; the text is then split on
+    quotes a chunk at a time, keeping the parts outside strings."""
+    text = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    kept: list[bytes] = []
+    inside = False
+    for start in range(0, len(text), _SCAN_CHUNK):
+        parts = text[start:start + _SCAN_CHUNK].split(b'"')
+        kept.append(b"".join(parts[1::2] if inside else parts[::2]).translate(None, _NOT_BRACKETS))
+        inside ^= len(parts) % 2 == 0  # an odd number of quotes in the chunk flips the state
+    return b"".join(kept)
 
 
 class RequestLimitsMiddleware:

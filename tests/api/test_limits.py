@@ -227,6 +227,11 @@ async def test_correction_accepts_a_transcript_larger_than_any_other_route_does(
     (json.dumps({"text": "[[[[[[[[[[" * 10, "quote": 'a \\" [[[[ "'}), False),  # brackets inside strings are text
     (json.dumps({"a": [1, 2, {"b": [3]}]}), False),
     ("[" * 40, True),  # invalid JSON is left to the parser, unless it is too deep anyway
+    ("[[[[[", False),
+    ('["]",' * 40 + "1" + "]" * 40, True),  # a closing bracket in a string closes nothing
+    (json.dumps([["a\\", "]]]]"]] * 3), False),  # an escaped backslash before a closing quote
+    ("[" * 40 + '"' + '\\"' * 1000 + "\\", True),  # crafted escapes, never closed
+    ("[" * 20 + "[]," * 1000 + "]" * 20, False),  # many brackets, shallow
 ])
 def test_json_depth_counts_structure_not_text(body: str, deeper: bool) -> None:
     assert json_depth_exceeds(body.encode(), 32) is deeper
