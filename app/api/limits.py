@@ -23,6 +23,7 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 #: Objects and arrays alike: `{` → `[`, `}` → `]`.
 _ONE_KIND = bytes.maketrans(b"{}", b"[]")
 _SCAN_CHUNK = 1 << 20
+_THREAD_SCAN_BYTES = 256 << 10
 #: How much of a refused body is read and dropped, and for how long, before the 413 is sent.
 DRAIN_BYTES = 32 << 20
 DRAIN_SECONDS = 10.0
@@ -109,12 +110,20 @@ class RequestLimitsMiddleware:
                 await _drain(receive)
             await _refuse(send, 413, f"request body larger than {limit} bytes ({setting})")
             return
-        if json_depth_exceeds(body, self.limits.max_json_depth):
-            message = f"JSON nested deeper than {self.limits.max_json_depth} levels (MAX_JSON_DEPTH)"
+        depth = self.limits.max_json_depth
+        if await _too_deep(body, depth):
+            message = f"JSON nested deeper than {depth} levels (MAX_JSON_DEPTH)"
             await _refuse(send, 422, f"body: {message}",
                           errors=[{"loc": ["body"], "msg": message, "type": "json_too_deep"}])
             return
         await self.app(scope, _replay(body, receive), send)
+
+
+async def _too_deep(body: bytes, depth: int) -> bool:
+    """A large body (a meeting's transcript) is scanned off the event loop, which keeps serving."""
+    if len(body) > _THREAD_SCAN_BYTES:
+        return await asyncio.to_thread(json_depth_exceeds, body, depth)
+    return json_depth_exceeds(body, depth)
 
 
 class _ClientGone(Exception):
