@@ -244,6 +244,21 @@ class Settings(BaseSettings):
     """How long `/health` and `/health/ready` reuse a dependency check."""
     stream_buffer_events: int = 2000
     """Events kept per thread for SSE replay (`Last-Event-ID`)."""
+    stream_buffer_bytes: int = Field(default=1 << 20, ge=4096)
+    """Bytes of events kept per thread for SSE replay (as sent, 1 MiB); the oldest go first, and a reconnecting client that missed them gets a `gap` event."""
+    stream_hub_bytes: int = Field(default=64 << 20, ge=4096)
+    """Bytes of events kept for all threads together (64 MiB); past it the oldest events of any thread go first."""
+    stream_event_bytes: int = Field(default=64 << 10, ge=1024)
+    """Largest single SSE event (64 KiB): a bigger one has its long texts cut (`"truncated": true`) instead of pushing everything else out."""
+
+    max_body_bytes: int = Field(default=4 << 20, ge=1024)
+    """Largest request body (4 MiB) on every route but the bulk ones; larger gets 413 before it is read. Far above what Kotlin sends to `/orchestrate/stream` (a query, at most 20 chat messages and 15 summary blocks, the environment) and well inside the 16 MiB MongoDB document a run's checkpoint must fit in."""
+    max_bulk_body_bytes: int = Field(default=16 << 20, ge=1024)
+    """Largest body (16 MiB) of `/correction/*` (a whole meeting's transcript segments, about 150 KB per hour of speech) and `/internal/compress-chat` (a chat's unsummarised messages)."""
+    max_json_depth: int = Field(default=32, ge=2)
+    """Deepest nesting of objects and arrays in a request body; deeper gets 422 before validation (Kotlin's bodies nest 6 levels at most, `environment.components[].ports[]`; MongoDB refuses documents deeper than 100)."""
+    max_text_chars: int = Field(default=200_000, ge=1)
+    """Longest free text in a request (`query`, an approval's `modification` and `reason`, a correction `instruction`); longer gets 422."""
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Level of the service's log (libraries' chatter stays at WARNING)."""

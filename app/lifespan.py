@@ -119,7 +119,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             runner=create_runner(settings, workspaces, metrics), workspaces=workspaces,
         )
         graph = build_graph().compile(checkpointer=checkpointer)
-        events = EventHub(capacity=settings.stream_buffer_events)
+        events = EventHub(capacity=settings.stream_buffer_events, thread_bytes=settings.stream_buffer_bytes,
+                          max_bytes=settings.stream_hub_bytes, event_bytes=settings.stream_event_bytes)
         driver = RunDriver(graph, context, kotlin, metrics, outage)
         manager = RunManager(settings=settings, graph=graph, driver=driver, lock=lock, runs=run_store,
                              kotlin=kotlin, events=events, workspaces=workspaces, metrics=metrics,

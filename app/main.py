@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from app.api.errors import register_error_handlers
+from app.api.limits import RequestLimits, RequestLimitsMiddleware
 from app.api.router import api_router
 from app.config import Settings
 from app.lifespan import lifespan
@@ -13,8 +14,10 @@ from app.observability.logs import configure_logging
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
     app = FastAPI(title="Jervis Orchestrator", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
+    app.add_middleware(RequestLimitsMiddleware, limits=RequestLimits.from_settings(settings))
     register_error_handlers(app)
     app.include_router(api_router)
     return app

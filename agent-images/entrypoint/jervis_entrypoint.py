@@ -544,7 +544,7 @@ def judge_aider(tail: list[str]) -> Verdict:
 def run_agent_mode(config: Config, step: Step) -> dict[str, Any]:
     """Snapshot, run the agent, and describe what it did (changed files from git, not its claim)."""
     workspace = config.workspace
-    (workspace / JERVIS_DIR / RESULT_FILE).unlink(missing_ok=True)  # a stale result is not this step's
+    drop_stale_result(workspace)  # a stale result is not this step's
     in_git = is_git_repo(workspace)
     before = git_snapshot(workspace) if in_git else {}
     run = run_agent(agent_argv(config, step, in_git), workspace, agent_env(config, os.environ))
@@ -706,7 +706,7 @@ def load_test_plan(workspace: Path) -> PlannedTests:
 def run_test_mode(config: Config, plan: PlannedTests) -> dict[str, Any]:
     """Run the tests and say whether they passed, failed, or could not run at all."""
     workspace = config.workspace
-    (workspace / JERVIS_DIR / RESULT_FILE).unlink(missing_ok=True)  # a stale result is not this run's
+    drop_stale_result(workspace)  # a stale result is not this run's
     run = run_tests(plan.argv, workspace, testing_env(os.environ), plan.timeout)
     outcome, summary = judge_tests(run, plan)
     return {
@@ -820,12 +820,32 @@ def bounded_tail(lines: list[str]) -> str:
 
 # ------------------------------------------------------------------------- main
 def write_result(workspace: Path, result: Mapping[str, Any]) -> None:
-    """Write `.jervis/result.json` atomically (a reader never sees half a file)."""
-    jervis = workspace / JERVIS_DIR
-    jervis.mkdir(exist_ok=True)
+    """Write `.jervis/result.json` atomically (a reader never sees half a file), never through a
+    symlink: an agent may have put one where `.jervis/` or a file in it stood."""
+    jervis = own_dir(workspace, JERVIS_DIR)
     temporary = jervis / f".{RESULT_FILE}.{os.getpid()}.tmp"
-    temporary.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
-    os.replace(temporary, jervis / RESULT_FILE)
+    temporary.unlink(missing_ok=True)  # a leftover, or a link planted under this name: the name goes
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(result, indent=2, ensure_ascii=False))
+    os.replace(temporary, jervis / RESULT_FILE)  # replaces a symlink named result.json, not its target
+
+
+def own_dir(workspace: Path, name: str) -> Path:
+    """`workspace/name` as a real directory: a symlink standing there is removed (the link, never
+    its target) and a directory made in its place."""
+    folder = workspace / name
+    if folder.is_symlink():
+        folder.unlink()
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def drop_stale_result(workspace: Path) -> None:
+    """Remove a result left by an earlier run, unless `.jervis/` is a symlink (never delete through one)."""
+    jervis = workspace / JERVIS_DIR
+    if not jervis.is_symlink():
+        (jervis / RESULT_FILE).unlink(missing_ok=True)
 
 
 def log(message: str) -> None:

@@ -146,6 +146,25 @@ class WorkspaceSnapshots:
         removed = await asyncio.to_thread(_delete, workspace, await self._not_ignored(workspace, present))
         return sorted({*rewritten, *(set(added) - set(present)), *removed})
 
+    async def restore_paths(self, workspace: Path, base: str, paths: list[str]) -> list[str]:
+        """Put exactly `paths` back as they were in `base` (a forbidden file an agent wrote):
+        written from the base tree where it has them (with their mode, a symlink as a symlink),
+        deleted where it has not. Git's checkout never writes beyond a symlink, and a deletion
+        removes a file or link itself, never anything through a symlinked directory. Returns the
+        paths it put back or deleted."""
+        _check_object_id(base)
+        if not paths:
+            return []
+        # --literal-pathspecs: a forbidden name like `*.env` is a file name here, not a pattern.
+        out = await self._run(workspace, "--literal-pathspecs", "ls-tree", "-r", "-z", "--name-only", base, "--",
+                              *paths)
+        in_base = [entry for entry in _decode_path(out).split("\0") if entry]
+        restored = [path for path in paths if any(e == path or e.startswith(path + "/") for e in in_base)]
+        if in_base:
+            await self._checkout(workspace, base, in_base)
+        removed = await asyncio.to_thread(_delete, workspace, [path for path in paths if path not in restored])
+        return sorted({*restored, *removed})
+
     async def diff(self, workspace: Path, base: str, *, max_chars: int = 12000) -> str:
         """Unified diff from the base to the working tree now, for a review; bounded to `max_chars`."""
         _check_object_id(base)
@@ -189,16 +208,25 @@ class WorkspaceSnapshots:
 
     async def _not_ignored(self, workspace: Path, paths: list[str]) -> list[str]:
         """`paths` minus those the ignore rules in the working tree now ignore (the real index is only read)."""
+        ignored = await self.ignored(workspace, paths)
+        return [path for path in paths if path not in ignored]
+
+    async def ignored(self, workspace: Path, paths: list[str]) -> set[str]:
+        """Those of `paths` the repository's ignore rules ignore now (tracked paths never are)."""
         if not paths:
-            return []
+            return set()
         out = await self._run(workspace, "check-ignore", "-z", "--stdin", stdin=_encode_paths(paths),
                               ok_codes=(0, 1))  # 1: none of them is ignored
-        ignored = set(filter(None, _decode_path(out).split("\0")))
-        return [path for path in paths if path not in ignored]
+        return set(filter(None, _decode_path(out).split("\0")))
 
     # ------------------------------------------------------------------ git plumbing
     async def _git_dir(self, workspace: Path) -> Path:
-        """The absolute git dir (`.git` may be a file pointing elsewhere, as in a linked worktree)."""
+        """The absolute git dir (`.git` may be a file pointing elsewhere, as in a linked worktree).
+        A `.git` that is a symlink out of the workspace is refused: our records and temporary
+        indexes would be written wherever it points."""
+        dot_git = workspace / ".git"
+        if dot_git.is_symlink() and not _inside(workspace.resolve(), dot_git):
+            raise SnapshotError(f"{dot_git} is a symlink leading outside the workspace")
         out = await self._run(workspace, "rev-parse", "--absolute-git-dir")
         return Path(_decode_path(out).strip())
 

@@ -4,17 +4,27 @@ The repository's own files are never modified: agent-specific files (CLAUDE.md, 
 `.aider.conf.yml`) are written only where the repository has none, listed in a manifest, kept out
 of git through `.git/info/exclude`, and removed after the step. A repository's own `AGENTS.md` /
 `CLAUDE.md` is respected and pointed to instead.
+
+Every write and deletion here stays inside the workspace (`app/agents/confinement.py`), and an
+agent never starts on a workspace whose symlinks lead out of it (`check_links`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import shutil
+import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.agents import confinement
+from app.agents.snapshots import SnapshotError, WorkspaceSnapshots
+
+log = logging.getLogger(__name__)
 
 JERVIS_DIR = ".jervis"
 RESULT_FILE = "result.json"
@@ -31,6 +41,10 @@ class WorkspaceError(ValueError):
 
 class ResultFileError(RuntimeError):
     """The agent left no valid `.jervis/result.json`."""
+
+
+class UnsafeWorkspaceError(confinement.WorkspaceEscapeError):
+    """The workspace has symlinks that would carry an agent's writes out of it: no agent starts."""
 
 
 class ResultFile(BaseModel):
@@ -70,8 +84,9 @@ class StepBrief:
 
 
 class WorkspaceManager:
-    def __init__(self, data_root: Path) -> None:
+    def __init__(self, data_root: Path, snapshots: WorkspaceSnapshots | None = None) -> None:
         self.root = data_root.resolve()
+        self._git = snapshots or WorkspaceSnapshots()
 
     def resolve(self, workspace_path: str) -> Path:
         """Absolute workspace path; rejects `..`, absolute paths and symlinks leading outside."""
@@ -86,27 +101,56 @@ class WorkspaceManager:
             raise WorkspaceError("workspace_path escapes DATA_ROOT (symlink?)")
         return resolved
 
+    async def check_links(self, workspace: Path) -> None:
+        """Refuse a workspace with a symlink whose target resolves outside it (UnsafeWorkspaceError):
+        an agent writing through it would write outside the workspace, into another client's
+        workspace or the host. Called before every agent, test or git run starts. One kind is let
+        through: a link to a file outside DATA_ROOT that the repository ignores, such as a
+        virtualenv's `.venv/bin/python -> /usr/bin/python3` (not the project's content, and no
+        directory below which an agent could create files)."""
+        if not workspace.is_dir():
+            return
+        links = await asyncio.to_thread(confinement.escaping_links, workspace)
+        tolerable = [link for link in links if not link.is_dir and not link.target.is_relative_to(self.root)]
+        ignored = await self._ignored(workspace, [link.path for link in tolerable]) if tolerable else set()
+        refused = [link for link in links if link.path not in ignored]
+        if refused:
+            raise UnsafeWorkspaceError(
+                f"the workspace has {len(refused)} symlink(s) leading outside it ({confinement.describe(refused)}); "
+                f"no agent runs on it until they are removed or point inside the workspace")
+
+    async def _ignored(self, workspace: Path, paths: list[str]) -> set[str]:
+        try:
+            return await self._git.ignored(workspace, paths)
+        except SnapshotError as exc:  # not a repository, or git failed: nothing counts as ignored
+            log.info("no ignore rules for the symlink check of %s: %s", workspace, exc)
+            return set()
+
     def prepare(self, workspace: Path, brief: StepBrief) -> Path:
-        """Write `.jervis/` and the agent's own files; a stale result of an earlier step goes."""
+        """Write `.jervis/` and the agent's own files; a stale result of an earlier step goes.
+        Nothing is written through a symlink that leaves the workspace (WorkspaceEscapeError)."""
         workspace.mkdir(parents=True, exist_ok=True)
-        jervis = workspace / JERVIS_DIR
-        jervis.mkdir(exist_ok=True)
-        (jervis / RESULT_FILE).unlink(missing_ok=True)
+        jervis = confinement.own_dir(workspace, JERVIS_DIR)
+        (jervis / RESULT_FILE).unlink(missing_ok=True)  # in our own real directory: a link goes, not its target
         created = self._agent_files(workspace, brief)
-        existing_runtime = [name for name in AGENT_RUNTIME_FILES if (workspace / name).exists()]
+        existing_runtime = [name for name in AGENT_RUNTIME_FILES if os.path.lexists(workspace / name)]
         mcp = ".claude/mcp.json" if ".claude/mcp.json" in created else None
         task = {**brief.task, "files": brief.files, "agent_type": brief.agent_type, "mcp_config": mcp,
                 "agent_files": created}
-        _write_json(jervis / MANIFEST_FILE, {"created": created, "runtime_files_before": existing_runtime})
-        (jervis / "instructions.md").write_text(brief.instructions, encoding="utf-8")
-        _write_json(jervis / "task.json", task)
-        (jervis / "kb-context.md").write_text(brief.kb_context or "_No KB context available._\n", encoding="utf-8")
-        _write_json(jervis / "environment.json", brief.environment or {})
-        (jervis / "environment.md").write_text(render_environment(brief.environment), encoding="utf-8")
+        handover = {
+            MANIFEST_FILE: _json({"created": created, "runtime_files_before": existing_runtime}),
+            "instructions.md": brief.instructions,
+            "task.json": _json(task),
+            "kb-context.md": brief.kb_context or "_No KB context available._\n",
+            "environment.json": _json(brief.environment or {}),
+            "environment.md": render_environment(brief.environment),
+        }
         if brief.git_plan is not None:
-            _write_json(jervis / "git.json", brief.git_plan)
+            handover["git.json"] = _json(brief.git_plan)
         if brief.test_plan is not None:
-            _write_json(jervis / "test.json", brief.test_plan)
+            handover["test.json"] = _json(brief.test_plan)
+        for name, text in handover.items():
+            confinement.write_text(workspace, f"{JERVIS_DIR}/{name}", text)
         self._exclude_from_git(workspace, created)
         return jervis
 
@@ -121,16 +165,16 @@ class WorkspaceManager:
             wanted[".aider.conf.yml"] = render_aider_conf(guides)
         created = []
         for rel, content in wanted.items():
-            target = workspace / rel
-            if target.exists():  # the repository's own file wins
+            if os.path.lexists(workspace / rel):  # the repository's own file (or link) wins
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content, encoding="utf-8")
+            confinement.write_text(workspace, rel, content)
             created.append(rel)
         return created
 
     def read_result(self, workspace: Path) -> ResultFile:
         path = workspace / JERVIS_DIR / RESULT_FILE
+        if path.parent.is_symlink() or path.is_symlink():  # the agent's pointer to some other file
+            raise ResultFileError(f"{JERVIS_DIR}/{RESULT_FILE} is a symlink, not the entrypoint's result")
         try:
             return ResultFile.model_validate_json(path.read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
@@ -146,28 +190,26 @@ class WorkspaceManager:
         except (OSError, ValueError):
             manifest = {"created": [], "runtime_files_before": list(AGENT_RUNTIME_FILES)}
         for rel in manifest.get("created", []):
-            (workspace / rel).unlink(missing_ok=True)
+            confinement.remove_file(workspace, rel)
         for name in set(AGENT_RUNTIME_FILES) - set(manifest.get("runtime_files_before", [])):
-            (workspace / name).unlink(missing_ok=True)
-        claude_dir = workspace / ".claude"
-        if claude_dir.is_dir() and not any(claude_dir.iterdir()):
-            claude_dir.rmdir()
-        shutil.rmtree(workspace / JERVIS_DIR, ignore_errors=True)
+            confinement.remove_file(workspace, name)
+        confinement.remove_empty_dir(workspace, ".claude")
+        confinement.remove_tree(workspace, JERVIS_DIR)
 
     @staticmethod
     def _exclude_from_git(workspace: Path, created: list[str]) -> None:
         """Keep agent files out of commits without touching the repository's own .gitignore.
         (A file the repository tracks is unaffected by exclude, and is never one we created.)"""
         info = workspace / ".git" / "info"
-        if not info.is_dir():
-            return
         exclude = info / "exclude"
+        if not info.is_dir() or not confinement.inside(workspace, info) or exclude.is_symlink():
+            return  # no repository here, or one whose git dir leads elsewhere: not ours to write
         existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
         names = [JERVIS_DIR, *AGENT_RUNTIME_FILES, *created]
         missing = [f"/{name}" for name in names if f"/{name}" not in existing.splitlines()]
         if missing:
-            with exclude.open("a", encoding="utf-8") as handle:
-                handle.write(("" if existing.endswith("\n") or not existing else "\n") + "\n".join(missing) + "\n")
+            separator = "" if existing.endswith("\n") or not existing else "\n"
+            confinement.write_text(workspace, ".git/info/exclude", existing + separator + "\n".join(missing) + "\n")
 
 
 def render_environment(environment: dict[str, Any] | None) -> str:
@@ -190,8 +232,8 @@ def render_environment(environment: dict[str, Any] | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_json(path: Path, value: Any) -> None:
-    path.write_text(json.dumps(value, indent=2, ensure_ascii=False), encoding="utf-8")
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def mcp_config(kb_env: dict[str, str]) -> dict[str, Any]:

@@ -7,11 +7,16 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from app.chat.compression import ChatCompressor
+from app.config import Settings
 from app.correction.service import CorrectionService
 from app.health import HealthChecker
 from app.observability.metrics import Metrics
 from app.runs.events import EventHub
 from app.runs.manager import RunManager
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.services.settings
 
 
 def get_run_manager(request: Request) -> RunManager:
@@ -38,6 +43,7 @@ def get_correction_service(request: Request) -> CorrectionService:
     return request.app.state.services.correction
 
 
+SettingsDep = Annotated[Settings, Depends(get_settings)]
 RunManagerDep = Annotated[RunManager, Depends(get_run_manager)]
 EventHubDep = Annotated[EventHub, Depends(get_event_hub)]
 HealthDep = Annotated[HealthChecker, Depends(get_health)]

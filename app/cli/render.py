@@ -128,7 +128,7 @@ class Renderer:
                 self._verification(data)
             case "reflection":
                 self._reflection(data)
-            case "warning" | "budget_warning" | "suspended":
+            case "warning" | "budget_warning" | "suspended" | "gap":
                 self.line(f"! {data.get('message')}", fg="yellow")
             case _:
                 pass

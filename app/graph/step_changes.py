@@ -64,6 +64,18 @@ async def discard(snapshots: WorkspaceSnapshots, workspace: Path, base: str | No
         return []
 
 
+async def revert_paths(snapshots: WorkspaceSnapshots, workspace: Path, base: str | None, paths: list[str]) -> list[str]:
+    """Put `paths` back as they were before the step (deleting those that did not exist); the
+    paths it put back, [] without a base or when git fails (logged)."""
+    if not base or not paths:
+        return []
+    try:
+        return await snapshots.restore_paths(workspace, base, paths)
+    except SnapshotError as exc:
+        log.warning("could not put %s back as before the step: %s", ", ".join(paths[:10]), exc)
+        return []
+
+
 async def base_content(snapshots: WorkspaceSnapshots, workspace: Path, base: str | None, path: str) -> str | None:
     """A file as it was before the step; None when it did not exist, or the base cannot be read."""
     if not base:

@@ -33,6 +33,8 @@ class Texts:
     budget_warning: str
     # evaluation findings (fed back to the agent on a retry)
     check_forbidden: str
+    forbidden_reverted: str
+    forbidden_kept: str
     check_too_many_files: str
     check_sentence_file: str
     check_syntax: str
@@ -107,6 +109,8 @@ CS = Texts(
     node_finalize="Připravuji závěrečnou zprávu…",
     budget_warning="Rozpočet: {fraction} limitu ({dimension}) vyčerpáno",
     check_forbidden="Změněny zakázané soubory: {files}. Tyto soubory neměň.",
+    forbidden_reverted="Vráceny do stavu před krokem: {files}.",
+    forbidden_kept="Nelze vrátit (pracovní prostor nemá snímek stavu před krokem), zůstávají: {files}.",
     check_too_many_files="Změněno {count} souborů, povoleno nejvýše {limit}: zužte změnu jen na to, co krok žádá.",
     check_sentence_file="Vznikl soubor pojmenovaný jako věta: {path}. Změnu zapiš do souboru, kterého se krok týká.",
     check_syntax="{path} po změně nejde přeložit (řádek {line}: {error}). Oprav syntaxi.",
@@ -182,6 +186,8 @@ EN = Texts(
     node_finalize="Writing the final report…",
     budget_warning="Budget: {fraction} of the limit ({dimension}) used",
     check_forbidden="Forbidden files were changed: {files}. Do not touch them.",
+    forbidden_reverted="Put back as they were before the step: {files}.",
+    forbidden_kept="Could not be put back (the workspace has no snapshot of the step's start), left as they are: {files}.",
     check_too_many_files="{count} files changed, at most {limit} allowed: narrow the change to what the step asks.",
     check_sentence_file="A file named like a sentence was created: {path}. Write the change into the file the step is about.",
     check_syntax="{path} no longer parses (line {line}: {error}). Fix the syntax.",

@@ -55,6 +55,7 @@ async def run_tests(ctx: RunContext, *, command: TestCommand, workspace: Path, s
                                  "timeout_seconds": ctx.settings.test_timeout_seconds})
 
     async def prepare() -> None:
+        await ctx.workspaces.check_links(workspace)
         ctx.workspaces.prepare(workspace, brief)
 
     try:

@@ -16,6 +16,13 @@ class _Inbound(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+#: Longest identifier (Kotlin sends 24-hex ObjectIds) and name accepted; free text is bounded by
+#: `MAX_TEXT_CHARS` in the routes, since that is a setting.
+ID_CHARS = 200
+NAME_CHARS = 1000
+PATH_CHARS = 1024
+
+
 def _null_to_default(value: Any, default: Any) -> Any:
     return default if value is None else value
 
@@ -77,17 +84,17 @@ class RequestBudget(_Inbound):
 class OrchestrateRequest(_Inbound):
     """`OrchestrateRequestDto` (snake_case)."""
 
-    task_id: str = Field(min_length=1)
-    client_id: str = Field(min_length=1)
-    project_id: str | None = None
-    client_name: str | None = None
-    project_name: str | None = None
-    workspace_path: str
+    task_id: str = Field(min_length=1, max_length=ID_CHARS)
+    client_id: str = Field(min_length=1, max_length=ID_CHARS)
+    project_id: str | None = Field(default=None, max_length=ID_CHARS)
+    client_name: str | None = Field(default=None, max_length=NAME_CHARS)
+    project_name: str | None = Field(default=None, max_length=NAME_CHARS)
+    workspace_path: str = Field(max_length=PATH_CHARS)
     query: str = Field(min_length=1)
     agent_preference: str = "auto"
     rules: ProjectRules = Field(default_factory=ProjectRules)
     environment: dict[str, Any] | None = None
-    jervis_project_id: str | None = None
+    jervis_project_id: str | None = Field(default=None, max_length=ID_CHARS)
     chat_history: ChatHistoryPayload | None = None
     budget: RequestBudget | None = None
     """Not sent by Kotlin today: per-run limits that override the service's defaults."""

@@ -129,6 +129,28 @@ def test_exit_zero_without_a_result_still_leaves_one(repo: Path) -> None:
     assert result["changedFiles"] == []
 
 
+def test_result_is_written_in_the_workspace_when_the_agent_made_jervis_a_symlink_out(repo: Path,
+                                                                                       tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    hand_over(repo, "swap")
+    done, result = run_entrypoint(repo, command=["sh", "-c", f"rm -rf .jervis && ln -s {outside} .jervis"])
+    assert done.returncode == 1 and result["success"] is False  # read from the workspace's own .jervis/
+    assert (repo / ".jervis").is_dir() and not (repo / ".jervis").is_symlink()
+    assert list(outside.iterdir()) == []
+
+
+def test_result_replaces_a_result_symlink_instead_of_writing_through_it(repo: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.json"
+    victim.write_text('{"keep": true}')
+    hand_over(repo, "link")
+    done, _ = run_entrypoint(repo, command=["ln", "-s", str(victim), ".jervis/result.json"])
+    assert done.returncode == 1
+    assert victim.read_text() == '{"keep": true}'
+    assert not (repo / ".jervis" / "result.json").is_symlink()
+    assert json.loads((repo / ".jervis" / "result.json").read_text())["agent"] == "command"
+
+
 @pytest.mark.parametrize(("agent_type", "command", "name"), [
     ("command", ["/nonexistent/agent"], "command"),
     ("aider", None, "aider"),  # not installed on this PATH

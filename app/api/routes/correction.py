@@ -7,8 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from app.api.deps import CorrectionServiceDep
+from app.api.deps import CorrectionServiceDep, SettingsDep
 from app.api.errors import UPSTREAM_RESPONSES
+from app.api.limits import check_text_lengths
 from app.schemas.correction import (
     CorrectionAnswerRequest,
     CorrectionAnswerResult,
@@ -28,7 +29,10 @@ router = APIRouter(prefix="/correction", tags=["correction"], responses=UPSTREAM
 
 
 @router.post("/submit", response_model=CorrectionSubmitResult)
-async def submit(request: CorrectionSubmitRequest, service: CorrectionServiceDep) -> CorrectionSubmitResult:
+async def submit(request: CorrectionSubmitRequest, service: CorrectionServiceDep,
+                 settings: SettingsDep) -> CorrectionSubmitResult:
+    check_text_lengths(settings.max_text_chars, original=request.original, corrected=request.corrected,
+                       context=request.context)
     return await service.submit(request)
 
 
@@ -58,5 +62,7 @@ async def answer(request: CorrectionAnswerRequest, service: CorrectionServiceDep
 
 
 @router.post("/instruct", response_model=CorrectionInstructResult)
-async def instruct(request: CorrectionInstructRequest, service: CorrectionServiceDep) -> CorrectionInstructResult:
+async def instruct(request: CorrectionInstructRequest, service: CorrectionServiceDep,
+                   settings: SettingsDep) -> CorrectionInstructResult:
+    check_text_lengths(settings.max_text_chars, instruction=request.instruction)
     return await service.instruct(request)

@@ -6,7 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from app.api.deps import RunManagerDep
+from app.api.deps import RunManagerDep, SettingsDep
+from app.api.limits import check_text_lengths
 from app.schemas.kotlin import (
     OrchestrateRequest,
     OrchestrateResponse,
@@ -18,14 +19,18 @@ router = APIRouter(tags=["orchestrate"])
 
 
 @router.post("/orchestrate/stream", response_model=StreamStartResponse)
-async def start_orchestration(request: OrchestrateRequest, runs: RunManagerDep) -> StreamStartResponse:
+async def start_orchestration(request: OrchestrateRequest, runs: RunManagerDep,
+                              settings: SettingsDep) -> StreamStartResponse:
+    check_text_lengths(settings.max_text_chars, query=request.query)
     run = await runs.start(request)
     thread_id = run.identity.thread_id
     return StreamStartResponse(thread_id=thread_id, stream_url=f"/stream/{thread_id}")
 
 
 @router.post("/orchestrate")
-async def orchestrate_blocking(request: OrchestrateRequest, runs: RunManagerDep) -> dict[str, Any]:
+async def orchestrate_blocking(request: OrchestrateRequest, runs: RunManagerDep,
+                               settings: SettingsDep) -> dict[str, Any]:
+    check_text_lengths(settings.max_text_chars, query=request.query)
     run = await runs.start(request)
     outcome = await runs.wait(run)
     thread_id = run.identity.thread_id

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query
 
-from app.api.deps import RunManagerDep
+from app.api.deps import RunManagerDep, SettingsDep
+from app.api.limits import check_text_lengths
 from app.schemas.kotlin import ApprovalResponse
 from app.schemas.runs import RunList
 
@@ -12,7 +13,9 @@ router = APIRouter(tags=["runs"])
 
 
 @router.post("/approve/{thread_id}")
-async def approve_run(thread_id: str, approval: ApprovalResponse, runs: RunManagerDep) -> dict[str, str]:
+async def approve_run(thread_id: str, approval: ApprovalResponse, runs: RunManagerDep,
+                      settings: SettingsDep) -> dict[str, str]:
+    check_text_lengths(settings.max_text_chars, modification=approval.modification, reason=approval.reason)
     run = await runs.resume(thread_id, approval)
     return {"status": "resuming" if run is not None else "ended", "thread_id": thread_id}
 

@@ -2,10 +2,13 @@
 changed-file budget, then — for code steps that changed something — the files' integrity
 (`app/graph/integrity.py`), the project's tests (`require_tests`) and an LLM review
 (`require_review`). A failed check fails the step with
-feedback the reflection and the next attempt read; a check that could not run is a warning."""
+feedback the reflection and the next attempt read; a check that could not run is a warning.
+Forbidden files a code step wrote are put back as they were before the step at once (deleted if
+they did not exist), so they never wait in the workspace for a retry or a user's answer."""
 
 from __future__ import annotations
 
+import logging
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,8 @@ from app.graph.nodes._common import NodeRuntime, clip, current_goal, current_ste
 from app.graph.state import OrchestratorState
 from app.graph.texts import Texts, texts
 from app.schemas.domain import CheckStatus, CodingStep, Evaluation, EvaluationCheck, ReviewVerdict, StepType
+
+log = logging.getLogger(__name__)
 
 FEEDBACK_CHARS = 4000
 
@@ -67,6 +72,11 @@ async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
     language = run_language(state, ctx.settings)
     t = texts(language)
     checks = basic_checks(last, rules, t)
+    forbidden = forbidden_matches(last.get("changed_files", []), rules.get("forbidden_files", []))
+    if forbidden and last.get("step_type") == StepType.CODE:
+        note = await _revert_forbidden(runtime, task_of(state), last.get("base_tree"), forbidden, t)
+        checks = [check.model_copy(update={"message": f"{check.message} {note}"})
+                  if check.name == "forbidden_files" else check for check in checks]
     warnings: list[str] = []
     code_changed = last.get("step_type") == StepType.CODE and last.get("changed_files")
     if code_changed and all(c.status == CheckStatus.PASSED for c in checks):
@@ -88,6 +98,19 @@ async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
     if not evaluation.acceptable and last.get("success"):  # the verdict joins the attempt's result
         updates["step_results"] = [last | {"success": False}]
     return updates | ({"warnings": fresh} if fresh else {})
+
+
+async def _revert_forbidden(runtime: NodeRuntime, task: dict[str, Any], base: str | None, forbidden: list[str],
+                            t: Texts) -> str:
+    """Put the forbidden files back as they were at the step's start; what the feedback says."""
+    ctx = runtime.context
+    workspace = ctx.workspaces.resolve(task["workspace_path"])
+    reverted = await step_changes.revert_paths(ctx.snapshots, workspace, base, forbidden)
+    kept = [path for path in forbidden if path not in reverted]
+    notes = [t.forbidden_reverted.format(files=", ".join(reverted))] if reverted else []
+    notes += [t.forbidden_kept.format(files=", ".join(kept))] if kept else []
+    log.info("forbidden files of the step: put back %s, left %s", reverted or "-", kept or "-")
+    return " ".join(notes)
 
 
 async def _integrity(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep, workspace: Path,

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from app.agents.base import AgentJob, AgentResult
+from app.agents.confinement import WorkspaceEscapeError
 from app.agents.control import should_detach
 from app.agents.workspace import StepBrief, WorkspaceError
 from app.clients.kotlin import TrackerError
@@ -131,6 +132,7 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     async def prepare() -> None:
         nonlocal base
         base = await step_changes.begin_step(ctx.snapshots, workspace, key)
+        await ctx.workspaces.check_links(workspace)
         ctx.workspaces.prepare(workspace, brief)
 
     emit({"type": "agent_start", "agent": agent, "goal_index": goal_index, "step_index": step.index,
@@ -140,6 +142,9 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
                                       on_log=lambda line: emit({"type": "agent_log", "agent": agent, "line": line}))
     except WorkspaceError:
         raise
+    except WorkspaceEscapeError as exc:  # a symlink out of the workspace: the agent never started
+        log.warning("agent %s not started on step %d.%d: %s", agent, goal_index + 1, step.index + 1, exc)
+        result = AgentResult(success=False, summary=f"Agent {agent} not started: {exc}")
     except Exception as exc:  # the runner's own trouble (API, volume) is a failed attempt the run can recover from
         log.exception("agent %s could not run step %d.%d", agent, goal_index + 1, step.index + 1)
         result = AgentResult(success=False, summary=f"Agent {agent} could not run: {type(exc).__name__}: {exc}")

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from langgraph.types import interrupt
 
 from app.agents.base import AgentJob, AgentResult
+from app.agents.confinement import WorkspaceEscapeError
 from app.agents.control import should_detach
 from app.agents.workspace import StepBrief
 from app.graph.answers import read_approval
@@ -85,12 +86,15 @@ async def run_git(state: OrchestratorState, runtime: NodeRuntime, workspace: Pat
                    timeout_seconds=GIT_TIMEOUT_SECONDS)
 
     async def prepare() -> None:
+        await ctx.workspaces.check_links(workspace)
         ctx.workspaces.prepare(workspace, brief)
 
     try:
         return await ctx.runner.run(job, prepare=prepare,
                                     on_log=lambda line: emit({"type": "agent_log", "agent": f"git-{action}",
                                                               "line": line}))
+    except WorkspaceEscapeError as exc:  # nothing is committed from a workspace that leads outside itself
+        return AgentResult(success=False, summary=str(exc))
     finally:
         if not should_detach():  # a suspended run's agent still reads and writes .jervis/
             ctx.workspaces.cleanup(workspace)

@@ -1,0 +1,32 @@
+"""execute_step's code steps (app/graph/nodes/execute_step.py) on a workspace whose symlinks lead
+out of it: the step fails with a clear reason and no agent starts."""
+
+from __future__ import annotations
+
+from langgraph.runtime import Runtime
+
+from app.graph.context import RunContext
+from app.graph.nodes.execute_step import execute_step
+from app.schemas.domain import CodingStep
+from tests.support import file_block, make_git_repo
+from tests.unit.graph.graph_support import start
+
+
+async def test_a_code_step_on_a_workspace_with_a_symlink_out_fails_without_starting_the_agent(
+        ctx: RunContext, tmp_path_factory) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    workspace = make_git_repo(ctx.workspaces.root / "clients" / "c1" / "default")
+    (workspace / "docs").symlink_to(outside)
+    state, _ = start("Přidej endpoint /health")
+    step = CodingStep(instructions=file_block("docs/health.md", "# Health"), files=["docs/health.md"],
+                      agent_type="aider")
+    state |= {"goals": [{"id": "1", "title": "Health endpoint"}], "steps": [step.model_dump(mode="json")],
+              "current_goal_index": 0, "current_step_index": 0, "attempt": 1}
+
+    update = await execute_step(state, Runtime(context=ctx))
+
+    [result] = update["step_results"]
+    assert result["success"] is False
+    assert result["summary"].startswith("Agent aider not started: the workspace has 1 symlink(s) leading outside it")
+    assert f"docs -> {outside}" in result["summary"]
+    assert list(outside.iterdir()) == [] and not (workspace / ".jervis").exists()  # nothing written, no agent ran
