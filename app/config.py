@@ -22,6 +22,10 @@ DEFAULT_AGENT_SELECTION: dict[str, AgentName] = {
 }
 
 
+#: Variables only the service itself may read: never passed to an agent, whatever is configured.
+SERVICE_ONLY_VARIABLES = frozenset({"MONGODB_URL", "API_TOKEN"})
+
+
 def _default_pod_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
@@ -102,7 +106,9 @@ class Settings(BaseSettings):
     agent_secret_keys: list[str] = Field(default_factory=lambda: [
         "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "JUNIE_API_KEY", "GIT_TOKEN",
     ])
-    """Keys of `AGENT_SECRET_NAME` exposed to agents as env vars of the same name (optional refs); their values are also redacted from logs when this process has them (JSON)."""
+    """Keys of `AGENT_SECRET_NAME` exposed to agents as env vars of the same name (optional refs); their values are also redacted from logs when this process has them (JSON). The local runner passes the same names from its own environment (none to test runs, like the Jobs)."""
+    agent_env_passthrough: list[str] = Field(default_factory=list)
+    """Local runner: further variables passed from the service's environment to agents (JSON list, e.g. `["HF_HOME"]`). Agents otherwise get only an allow-list: basic process variables (PATH, HOME, locale, proxies, CA bundles), their job's variables and `AGENT_SECRET_KEYS`; never `MONGODB_URL` or `API_TOKEN`."""
     agent_service_account: str | None = None
     """Service account of agent Jobs (none = the namespace default)."""
     job_ttl_seconds: int = 300
@@ -241,6 +247,14 @@ class Settings(BaseSettings):
     @classmethod
     def _strip_slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") if value else value
+
+    @field_validator("agent_secret_keys", "agent_env_passthrough")
+    @classmethod
+    def _no_service_secrets(cls, value: list[str]) -> list[str]:
+        leaked = sorted(set(value) & SERVICE_ONLY_VARIABLES)
+        if leaked:
+            raise ValueError(f"{', '.join(leaked)} belong to the service and are never given to agents")
+        return value
 
     @field_validator("agent_selection")
     @classmethod

@@ -2,7 +2,8 @@
 
 Development uses it without a cluster. The entrypoint (agent-images/entrypoint) is the same one
 the agent images run, so changed files, results and git steps behave identically; which agent it
-drives for each type is `LocalAgents`' choice (the local Aider by default).
+drives for each type is `LocalAgents`' choice (the local Aider by default). The subprocess gets
+an allow-listed environment (`agent_env`), never the service's whole one.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import os
 import signal
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 
+from app.agents.agent_env import local_agent_env
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
 from app.agents.job_spec import job_name
 from app.agents.local_agents import AiderInstallError, LocalAgents
@@ -35,29 +37,16 @@ ENTRYPOINT = Path(__file__).resolve().parents[2] / "agent-images" / "entrypoint"
 
 class LocalRunner:
     def __init__(self, workspaces: WorkspaceManager, settings: Settings, *, entrypoint: Path = ENTRYPOINT,
-                 agents: LocalAgents | None = None) -> None:
+                 agents: LocalAgents | None = None, environ: Mapping[str, str] | None = None) -> None:
         self._workspaces = workspaces
         self._settings = settings
         self._entrypoint = entrypoint
         self.agents = agents or LocalAgents(settings)
+        self._environ = os.environ if environ is None else environ
+        """The service's environment, which agents' variables are picked from by name."""
 
     def _env(self, job: AgentJob, agent_env: dict[str, str]) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(
-            TASK_ID=job.task_id,
-            CLIENT_ID=job.client_id,
-            PROJECT_ID=job.project_id or "",
-            WORKSPACE_PATH=str(job.workspace),
-            OLLAMA_URL=self._settings.ollama_url,
-            KNOWLEDGEBASE_URL=self._settings.knowledgebase_url,
-            KNOWLEDGEBASE_WRITE_URL=self._settings.kb_write_url,
-            AGENT_TYPE=job.agent_type,
-            ALLOW_GIT="true" if job.allow_git else "false",
-            JERVIS_MODE=job.entrypoint_mode,
-            JERVIS_ATTEMPT=str(job.attempt),
-        )
-        env.update(agent_env)
-        return env
+        return local_agent_env(self._environ, self._settings, job, agent_env)
 
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
         agent_env: dict[str, str] = {}
