@@ -26,7 +26,7 @@ from app.graph.context import RunContext
 from app.health import HealthChecker
 from app.llm.health import ProviderHealth
 from app.llm.provider import LitellmProvider
-from app.observability.logs import Redactor
+from app.observability.redaction import Redactor
 from app.observability.metrics import Metrics
 from app.persistence import context_store as context_store_module
 from app.persistence import lock as lock_module
@@ -35,6 +35,7 @@ from app.persistence.context_store import ContextStore
 from app.persistence.indexes import KOTLIN_INDEXES, ensure_indexes
 from app.persistence.lock import OrchestrationLock
 from app.persistence.mongo import create_client
+from app.persistence.redacting_serde import RedactingSerializer
 from app.persistence.runs import RunStore
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver
@@ -54,12 +55,15 @@ class Services:
     context_store: ContextStore
     chat_compressor: ChatCompressor
     correction: CorrectionService
+    redact: Redactor
+    """The one redaction of outgoing text (SSE, checkpoints, context store, pushes, HTTP errors)."""
 
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = getattr(app.state, "settings", None) or Settings()
     async with AsyncExitStack() as stack:
+        redact = Redactor.for_settings(settings)
         mongo = create_client(settings.mongodb_url)
         stack.push_async_callback(mongo.close)
         db = mongo[settings.mongodb_database]
@@ -67,7 +71,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             db[lock_module.COLLECTION_NAME], pod_id=settings.pod_id, slots=settings.max_concurrent_orchestrations,
             heartbeat_seconds=settings.lock_heartbeat_seconds, stale_seconds=settings.lock_stale_seconds,
         )
-        context_store = ContextStore(db[context_store_module.COLLECTION_NAME], ttl_days=settings.context_ttl_days)
+        context_store = ContextStore(db[context_store_module.COLLECTION_NAME], ttl_days=settings.context_ttl_days,
+                                     redact=redact)
         run_store = RunStore(db[runs_module.COLLECTION_NAME])
         setups = [lock.setup(), context_store.setup(), run_store.setup()]
         if settings.kotlin_mongodb_database:
@@ -77,7 +82,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
         sync_mongo: MongoClient = MongoClient(settings.mongodb_url)
         stack.callback(sync_mongo.close)
-        checkpointer = MongoDBSaver(sync_mongo, db_name=settings.checkpoint_database)
+        checkpointer = MongoDBSaver(sync_mongo, db_name=settings.checkpoint_database,
+                                    serde=RedactingSerializer(redact))
 
         http = httpx.AsyncClient(limits=httpx.Limits(max_connections=50))
         stack.push_async_callback(http.aclose)
@@ -92,13 +98,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         llm = LitellmProvider(settings, metrics=metrics)
         context = RunContext(
             settings=settings, llm=llm, kb=kb, kotlin=kotlin, context_store=context_store,
-            runner=create_runner(settings, workspaces, metrics), workspaces=workspaces,
+            runner=create_runner(settings, workspaces, metrics, redact=redact), workspaces=workspaces,
         )
         graph = build_graph().compile(checkpointer=checkpointer)
-        events = EventHub(capacity=settings.stream_buffer_events)
+        events = EventHub(capacity=settings.stream_buffer_events, redact=redact)
         manager = RunManager(settings=settings, graph=graph, driver=RunDriver(graph, context, kotlin, metrics),
                              lock=lock, runs=run_store, kotlin=kotlin, events=events, workspaces=workspaces,
-                             metrics=metrics, redact=Redactor(settings.secret_values()))
+                             metrics=metrics, redact=redact)
         metrics.active_runs.set_function(lambda: manager.active_count)
 
         async def refresh_lock(m: Metrics) -> None:
@@ -116,7 +122,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         )
         app.state.services = Services(settings=settings, runs=manager, events=events, health=health,
                                       kotlin=kotlin, metrics=metrics, context_store=context_store,
-                                      chat_compressor=ChatCompressor(llm), correction=correction)
+                                      chat_compressor=ChatCompressor(llm), correction=correction, redact=redact)
         log.info("orchestrator ready (pod %s, runner %s, max %d concurrent)", settings.pod_id,
                  settings.agent_runner, settings.max_concurrent_orchestrations)
         for agent_type, runs_it in describe_agents(settings).items():

@@ -2,7 +2,9 @@
 
 Events keep increasing ids across the segments of a thread (start, resume, resume…), so a
 client that reconnects with `Last-Event-ID` gets exactly what it missed. The log lives in the
-pod's memory and is bounded; the checkpoint in MongoDB stays the source of truth.
+pod's memory and is bounded; the checkpoint in MongoDB stays the source of truth. Every string of
+an event passes the service's redaction when it is published (agent output, provider errors and
+interrupt texts may quote a secret), so the log never holds what the stream must not send.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ import asyncio
 import json
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from app.observability.redaction import no_redaction, redact_data
 
 TERMINAL_EVENTS = frozenset({"done", "error", "approval_required"})
 
@@ -32,6 +36,7 @@ class RunEvent:
 @dataclass
 class EventLog:
     capacity: int
+    redact: Callable[[str], str] = no_redaction
     events: deque[RunEvent] = field(init=False)
     active: bool = False
     last_id: int = 0
@@ -42,7 +47,7 @@ class EventLog:
 
     def publish(self, type_: str, data: dict[str, Any]) -> RunEvent:
         self.last_id += 1
-        event = RunEvent(self.last_id, type_, {"ts": time.time(), **data})
+        event = RunEvent(self.last_id, type_, {"ts": time.time(), **redact_data(self.redact, data)})
         self.events.append(event)
         self._wake()
         return event
@@ -82,15 +87,17 @@ class EventLog:
 class EventHub:
     """Event logs of the most recent threads (oldest forgotten first)."""
 
-    def __init__(self, *, capacity: int = 2000, max_threads: int = 500) -> None:
+    def __init__(self, *, capacity: int = 2000, max_threads: int = 500,
+                 redact: Callable[[str], str] = no_redaction) -> None:
         self._capacity = capacity
         self._max_threads = max_threads
+        self._redact = redact
         self._logs: OrderedDict[str, EventLog] = OrderedDict()
 
     def log(self, thread_id: str) -> EventLog:
         log = self._logs.get(thread_id)
         if log is None:
-            log = self._logs[thread_id] = EventLog(self._capacity)
+            log = self._logs[thread_id] = EventLog(self._capacity, self._redact)
             if len(self._logs) > self._max_threads:
                 idle = [tid for tid, entry in self._logs.items() if not entry.active and tid != thread_id]
                 for stale in idle[: len(self._logs) - self._max_threads]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from app.observability.redaction import REDACTED, Redactor
 from app.runs.events import EventHub, EventLog, RunEvent
 
 
@@ -113,3 +114,15 @@ def test_hub_forgets_newer_idle_logs_when_the_oldest_is_active() -> None:
     hub.log("idle-3")
     assert hub.get("running") is not None and hub.get("idle-3") is not None
     assert hub.get("idle-1") is None and hub.get("idle-2") is None
+
+
+async def test_every_string_of_an_event_is_redacted_before_anyone_can_read_it() -> None:
+    hub = EventHub(capacity=10, redact=Redactor(["configured-db-password"]))
+    log = hub.log("thread-1")
+    log.publish("agent_log", {"agent": "aider", "line": "export GIT_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123"})
+    log.publish("approval_required", {"interrupt": {"description": "mongodb://u:configured-db-password@db",
+                                                    "changed_files": ["a.py"]}, "percent": 92.0})
+    line, waiting = [e for e in await collect(log) if e]
+    assert line.data["line"] == f"export GIT_TOKEN=ghp_{REDACTED}" and line.data["agent"] == "aider"
+    assert waiting.data["interrupt"] == {"description": f"mongodb://u:{REDACTED}@db", "changed_files": ["a.py"]}
+    assert "configured-db-password" not in waiting.sse() and waiting.data["percent"] == 92.0
