@@ -232,6 +232,8 @@ class Settings(BaseSettings):
     """How long `/health` and `/health/ready` reuse a dependency check."""
     stream_buffer_events: int = 2000
     """Events kept per thread for SSE replay (`Last-Event-ID`)."""
+    api_token: SecretStr | None = None
+    """When set, every endpoint requires `Authorization: Bearer <token>` (`/stream` included); only the probes `/health/live` and `/health/ready`, and a minimal `/health`, answer without it. Off by default: the Kotlin server sends no token. For deployments reachable beyond the NetworkPolicy; the terminal client sends `JERVIS_API_TOKEN`."""
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Level of the service's log (libraries' chatter stays at WARNING)."""
@@ -271,7 +273,7 @@ class Settings(BaseSettings):
     def secret_values(self) -> list[str]:
         """Everything that must never reach a log line: API keys, passwords in URLs and the
         agent secrets (`AGENT_SECRET_KEYS`) when this process has them (local runner)."""
-        keys = [self.anthropic_api_key, self.openai_api_key, self.google_api_key]
+        keys = [self.anthropic_api_key, self.openai_api_key, self.google_api_key, self.api_token]
         values = [key.get_secret_value() for key in keys if key is not None]
         values += [os.environ[name] for name in self.agent_secret_keys if os.environ.get(name)]
         for url in (self.mongodb_url, self.kotlin_server_url, self.knowledgebase_url, self.knowledgebase_write_url,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from app.api.auth import ApiTokenMiddleware, configured_token
 from app.api.errors import register_error_handlers
 from app.api.router import api_router
 from app.config import Settings
@@ -16,6 +17,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="Jervis Orchestrator", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     register_error_handlers(app)
+    app.add_middleware(ApiTokenMiddleware, token=configured_token)
     app.include_router(api_router)
     return app
 
