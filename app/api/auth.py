@@ -2,9 +2,9 @@
 
 A pure ASGI middleware rather than a route dependency, so that nothing is left out: the SSE
 stream, `/metrics`, the OpenAPI pages and unknown paths alike. The probes are the exception,
-because Kubernetes cannot send a secret header: `/health/live` and `/health/ready` answer as
-always (a status code and no detail worth hiding), and `/health` answers only `status` and `busy`
-without the token (what Kotlin reads), the full report with it. The token is compared in constant
+because Kubernetes cannot send a secret header: without the token `/health/live` and
+`/health/ready` answer by status code with only `status`, and `/health` with only `status` and
+`busy` (what Kotlin reads); their full reports need the token. The token is compared in constant
 time. Off by default, because the Kotlin client sends no token.
 """
 
