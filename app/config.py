@@ -22,6 +22,10 @@ DEFAULT_AGENT_SELECTION: dict[str, AgentName] = {
 }
 
 
+#: Variables only the service itself may read: never passed to an agent, whatever is configured.
+SERVICE_ONLY_VARIABLES = frozenset({"MONGODB_URL", "API_TOKEN"})
+
+
 def _default_pod_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
@@ -108,7 +112,9 @@ class Settings(BaseSettings):
     agent_secret_keys: list[str] = Field(default_factory=lambda: [
         "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "JUNIE_API_KEY", "GIT_TOKEN",
     ])
-    """Keys of `AGENT_SECRET_NAME` exposed to agents as env vars of the same name (optional refs); their values are also redacted from logs when this process has them (JSON)."""
+    """Keys of `AGENT_SECRET_NAME` exposed to agents as env vars of the same name (optional refs); their values are also redacted from logs when this process has them (JSON). The local runner passes the same names from its own environment (none to test runs, like the Jobs)."""
+    agent_env_passthrough: list[str] = Field(default_factory=list)
+    """Local runner: further variables passed from the service's environment to agents (JSON list, e.g. `["HF_HOME"]`). Agents otherwise get only an allow-list: basic process variables (PATH, HOME, locale, proxies, CA bundles), their job's variables and `AGENT_SECRET_KEYS`; never `MONGODB_URL` or `API_TOKEN`."""
     agent_service_account: str | None = None
     """Service account of agent Jobs (none = the namespace default)."""
     job_ttl_seconds: int = 300
@@ -260,6 +266,9 @@ class Settings(BaseSettings):
     max_text_chars: int = Field(default=200_000, ge=1)
     """Longest free text in a request (`query`, an approval's `modification` and `reason`, a correction `instruction`); longer gets 422."""
 
+    api_token: SecretStr | None = None
+    """When set, every endpoint requires `Authorization: Bearer <token>` (`/stream` included); only the probes `/health/live` and `/health/ready`, and a minimal `/health`, answer without it. Off by default: the Kotlin server sends no token. For deployments reachable beyond the NetworkPolicy; the terminal client sends `JERVIS_API_TOKEN`."""
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Level of the service's log (libraries' chatter stays at WARNING)."""
     log_format: Literal["json", "text"] = "json"
@@ -274,6 +283,14 @@ class Settings(BaseSettings):
     @classmethod
     def _strip_slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") if value else value
+
+    @field_validator("agent_secret_keys", "agent_env_passthrough")
+    @classmethod
+    def _no_service_secrets(cls, value: list[str]) -> list[str]:
+        leaked = sorted(set(value) & SERVICE_ONLY_VARIABLES)
+        if leaked:
+            raise ValueError(f"{', '.join(leaked)} belong to the service and are never given to agents")
+        return value
 
     @field_validator("agent_selection")
     @classmethod
@@ -296,7 +313,7 @@ class Settings(BaseSettings):
     def secret_values(self) -> list[str]:
         """Everything that must never reach a log line: API keys, passwords in URLs and the
         agent secrets (`AGENT_SECRET_KEYS`) when this process has them (local runner)."""
-        keys = [self.anthropic_api_key, self.openai_api_key, self.google_api_key]
+        keys = [self.anthropic_api_key, self.openai_api_key, self.google_api_key, self.api_token]
         values = [key.get_secret_value() for key in keys if key is not None]
         values += [os.environ[name] for name in self.agent_secret_keys if os.environ.get(name)]
         for url in (self.mongodb_url, self.kotlin_server_url, self.knowledgebase_url, self.knowledgebase_write_url,

@@ -28,7 +28,7 @@ from app.graph.context import RunContext
 from app.health import HealthChecker
 from app.llm.health import ProviderHealth
 from app.llm.provider import LitellmProvider
-from app.observability.logs import Redactor
+from app.observability.redaction import Redactor
 from app.observability.metrics import Metrics
 from app.persistence import context_store as context_store_module
 from app.persistence import lock as lock_module
@@ -40,6 +40,7 @@ from app.persistence.lock import OrchestrationLock
 from app.persistence.mongo import MongoTimeouts, create_client, create_sync_client, ping
 from app.persistence.outage import MongoOutage
 from app.persistence.outbox import OutboxStore
+from app.persistence.redacting_serde import RedactingSerializer
 from app.persistence.runs import RunStore
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver
@@ -59,12 +60,15 @@ class Services:
     context_store: ContextStore
     chat_compressor: ChatCompressor
     correction: CorrectionService
+    redact: Redactor
+    """The one redaction of outgoing text (SSE, checkpoints, context store, pushes, HTTP errors)."""
 
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = getattr(app.state, "settings", None) or Settings()
     async with AsyncExitStack() as stack:
+        redact = Redactor.for_settings(settings)
         timeouts = MongoTimeouts(connect_seconds=settings.mongodb_timeout_seconds,
                                  socket_seconds=settings.mongodb_socket_timeout_seconds)
         mongo = create_client(settings.mongodb_url, timeouts=timeouts)
@@ -74,7 +78,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             db[lock_module.COLLECTION_NAME], pod_id=settings.pod_id, slots=settings.max_concurrent_orchestrations,
             heartbeat_seconds=settings.lock_heartbeat_seconds, stale_seconds=settings.lock_stale_seconds,
         )
-        context_store = ContextStore(db[context_store_module.COLLECTION_NAME], ttl_days=settings.context_ttl_days)
+        context_store = ContextStore(db[context_store_module.COLLECTION_NAME], ttl_days=settings.context_ttl_days,
+                                     redact=redact)
         run_store = RunStore(db[runs_module.COLLECTION_NAME])
         outbox_store = OutboxStore(db[outbox_module.COLLECTION_NAME], pod_id=settings.pod_id,
                                    lease_seconds=settings.outbox_lease_seconds)
@@ -88,11 +93,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
         sync_mongo = create_sync_client(settings.mongodb_url, timeouts=timeouts)
         stack.callback(sync_mongo.close)
-        checkpointer = MongoDBSaver(sync_mongo, db_name=settings.checkpoint_database)
+        checkpointer = MongoDBSaver(sync_mongo, db_name=settings.checkpoint_database,
+                                    serde=RedactingSerializer(redact))
 
         http = httpx.AsyncClient(limits=httpx.Limits(max_connections=50))
         stack.push_async_callback(http.aclose)
-        redact = Redactor(settings.secret_values())
         delivery = DeliveryService(
             outbox_store, http, settings.kotlin_server_url, push_timeout=settings.push_timeout_seconds,
             retry_base_seconds=settings.outbox_retry_base_seconds, retry_max_seconds=settings.outbox_retry_max_seconds,
@@ -116,11 +121,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         llm = LitellmProvider(settings, metrics=metrics)
         context = RunContext(
             settings=settings, llm=llm, kb=kb, kotlin=kotlin, context_store=context_store,
-            runner=create_runner(settings, workspaces, metrics), workspaces=workspaces,
+            runner=create_runner(settings, workspaces, metrics, redact=redact), workspaces=workspaces,
         )
         graph = build_graph().compile(checkpointer=checkpointer)
         events = EventHub(capacity=settings.stream_buffer_events, thread_bytes=settings.stream_buffer_bytes,
-                          max_bytes=settings.stream_hub_bytes, event_bytes=settings.stream_event_bytes)
+                          max_bytes=settings.stream_hub_bytes, event_bytes=settings.stream_event_bytes, redact=redact)
         driver = RunDriver(graph, context, kotlin, metrics, outage)
         manager = RunManager(settings=settings, graph=graph, driver=driver, lock=lock, runs=run_store,
                              kotlin=kotlin, events=events, workspaces=workspaces, metrics=metrics,
@@ -150,7 +155,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         )
         app.state.services = Services(settings=settings, runs=manager, events=events, health=health,
                                       kotlin=kotlin, metrics=metrics, context_store=context_store,
-                                      chat_compressor=ChatCompressor(llm), correction=correction)
+                                      chat_compressor=ChatCompressor(llm), correction=correction, redact=redact)
         log.info("orchestrator ready (pod %s, runner %s, max %d concurrent)", settings.pod_id,
                  settings.agent_runner, settings.max_concurrent_orchestrations)
         for agent_type, runs_it in describe_agents(settings).items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from app.api.auth import ApiTokenMiddleware, configured_token
 from app.api.errors import register_error_handlers
 from app.api.limits import RequestLimits, RequestLimitsMiddleware
 from app.api.router import api_router
@@ -19,6 +20,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.add_middleware(RequestLimitsMiddleware, limits=RequestLimits.from_settings(settings))
     register_error_handlers(app)
+    app.add_middleware(ApiTokenMiddleware, token=configured_token)
     app.include_router(api_router)
     return app
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from app.agents.base import AgentRunner
 from app.agents.metered import MeteredRunner
 from app.agents.workspace import WorkspaceManager
 from app.config import Settings
 from app.observability.metrics import Metrics
+from app.observability.redaction import no_redaction
 
 
-def create_runner(settings: Settings, workspaces: WorkspaceManager, metrics: Metrics) -> AgentRunner:
-    return MeteredRunner(_create(settings, workspaces), metrics)
+def create_runner(settings: Settings, workspaces: WorkspaceManager, metrics: Metrics, *,
+                  redact: Callable[[str], str] = no_redaction) -> AgentRunner:
+    return MeteredRunner(_create(settings, workspaces), metrics, redact=redact)
 
 
 def describe_agents(settings: Settings) -> dict[str, str]:

@@ -12,6 +12,7 @@ import re
 
 from kubernetes import client
 
+from app.agents.agent_env import agent_secret_keys, job_variables
 from app.agents.base import AgentJob
 from app.config import Settings
 
@@ -61,30 +62,17 @@ def agent_image(settings: Settings, agent_type: str) -> str:
 
 
 def _env(settings: Settings, job: AgentJob) -> list[client.V1EnvVar]:
-    plain = {
-        "TASK_ID": job.task_id,
-        "CLIENT_ID": job.client_id,
-        "PROJECT_ID": job.project_id or "",
-        "WORKSPACE_PATH": str(job.workspace),
-        "OLLAMA_URL": settings.ollama_url,
-        "KNOWLEDGEBASE_URL": settings.knowledgebase_url,
-        "KNOWLEDGEBASE_WRITE_URL": settings.kb_write_url,
-        "ALLOW_GIT": "true" if job.allow_git else "false",
-        "AGENT_TYPE": job.agent_type,
-        "AGENT_MODEL": settings.agent_models.get(job.agent_type, ""),
-        "JERVIS_MODE": job.entrypoint_mode,
-        "JERVIS_ATTEMPT": str(job.attempt),
-    }
+    """The job's variables and the agent secrets (`agent_env`, shared with the local runner): no
+    service secret (MONGODB_URL, API_TOKEN, the service's own keys) is ever named here."""
+    plain = job_variables(settings, job) | {"AGENT_MODEL": settings.agent_models.get(job.agent_type, "")}
     if job.agent_type == "aider" and job.entrypoint_mode == "agent":
         plain["AGENT_EXTRA_ARGS"] = json.dumps(settings.aider_args)
     env = [client.V1EnvVar(name=key, value=value) for key, value in plain.items()]
-    if job.mode == "test":  # the project's tests need no agent credentials
-        return env
-    # API keys by reference only: the values never appear in the Job object.
+    # API keys by reference only: the values never appear in the Job object (none for test runs).
     env += [
         client.V1EnvVar(name=key, value_from=client.V1EnvVarSource(
             secret_key_ref=client.V1SecretKeySelector(name=settings.agent_secret_name, key=key, optional=True)))
-        for key in settings.agent_secret_keys
+        for key in agent_secret_keys(settings, job)
     ]
     return env
 
@@ -110,6 +98,9 @@ def build_job(settings: Settings, job: AgentJob) -> client.V1Job:
         volumes=[client.V1Volume(name="data", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(
             claim_name=settings.pvc_claim_name))],
         service_account_name=settings.agent_service_account,
+        # Agents need no Kubernetes API: no token of the namespace's default account in the pod
+        # (an explicitly configured account keeps its token, it was chosen for a reason).
+        automount_service_account_token=settings.agent_service_account is not None,
         security_context=client.V1PodSecurityContext(run_as_user=1000, run_as_group=1000, fs_group=1000),
     )
     return client.V1Job(

@@ -8,6 +8,7 @@ Like a Job, the agent outlives the service (`local_process`): a service that res
 or the pod that adopts a suspended run, finds the process by the job's name and re-attaches to
 it, or judges the result it left, instead of running the step again. A user's cancel and the
 step's timeout stop it; a run suspended for shutdown or a lost lease leaves it running.
+The subprocess gets an allow-listed environment (`agent_env`), never the service's whole one.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from app.agents.agent_env import local_agent_env
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
 from app.agents.control import should_detach
 from app.agents.job_spec import job_name, step_label
@@ -40,30 +42,18 @@ ENTRYPOINT = Path(__file__).resolve().parents[2] / "agent-images" / "entrypoint"
 
 class LocalRunner:
     def __init__(self, workspaces: WorkspaceManager, settings: Settings, *, entrypoint: Path = ENTRYPOINT,
-                 agents: LocalAgents | None = None, log_poll_seconds: float = LOG_POLL_SECONDS) -> None:
+                 agents: LocalAgents | None = None, log_poll_seconds: float = LOG_POLL_SECONDS,
+                 environ: Mapping[str, str] | None = None) -> None:
         self._workspaces = workspaces
         self._log_poll_seconds = log_poll_seconds
         self._settings = settings
         self._entrypoint = entrypoint
         self.agents = agents or LocalAgents(settings)
+        self._environ = os.environ if environ is None else environ
+        """The service's environment, which agents' variables are picked from by name."""
 
     def _env(self, job: AgentJob, agent_env: dict[str, str]) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(
-            TASK_ID=job.task_id,
-            CLIENT_ID=job.client_id,
-            PROJECT_ID=job.project_id or "",
-            WORKSPACE_PATH=str(job.workspace),
-            OLLAMA_URL=self._settings.ollama_url,
-            KNOWLEDGEBASE_URL=self._settings.knowledgebase_url,
-            KNOWLEDGEBASE_WRITE_URL=self._settings.kb_write_url,
-            AGENT_TYPE=job.agent_type,
-            ALLOW_GIT="true" if job.allow_git else "false",
-            JERVIS_MODE=job.entrypoint_mode,
-            JERVIS_ATTEMPT=str(job.attempt),
-        )
-        env.update(agent_env)
-        return env
+        return local_agent_env(self._environ, self._settings, job, agent_env)
 
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
         name = job_name(job)

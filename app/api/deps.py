@@ -11,6 +11,7 @@ from app.config import Settings
 from app.correction.service import CorrectionService
 from app.health import HealthChecker
 from app.observability.metrics import Metrics
+from app.observability.redaction import Redactor
 from app.runs.events import EventHub
 from app.runs.manager import RunManager
 
@@ -44,9 +45,16 @@ def get_correction_service(request: Request) -> CorrectionService:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def get_redactor(request: Request) -> Redactor:
+    return request.app.state.services.redact
+
+
 RunManagerDep = Annotated[RunManager, Depends(get_run_manager)]
 EventHubDep = Annotated[EventHub, Depends(get_event_hub)]
 HealthDep = Annotated[HealthChecker, Depends(get_health)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 ChatCompressorDep = Annotated[ChatCompressor, Depends(get_chat_compressor)]
 CorrectionServiceDep = Annotated[CorrectionService, Depends(get_correction_service)]
+RedactorDep = Annotated[Redactor, Depends(get_redactor)]

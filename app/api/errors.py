@@ -48,9 +48,10 @@ def register_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(CorrectionUpstreamError)
     @app.exception_handler(CompressionError)
-    async def _upstream(_: Request, exc: Exception) -> JSONResponse:
-        """The KB or the model failed: a clear 502, never a 500 traceback."""
-        return JSONResponse(status_code=502, content={"detail": str(exc)})
+    async def _upstream(request: Request, exc: Exception) -> JSONResponse:
+        """The KB or the model failed: a clear 502, never a 500 traceback. The text may quote a
+        provider's error, so it is redacted like every other outgoing text."""
+        return JSONResponse(status_code=502, content={"detail": request.app.state.services.redact(str(exc))})
 
     @app.exception_handler(RunConflictError)
     async def _conflict(_: Request, exc: RunConflictError) -> JSONResponse:

@@ -70,9 +70,18 @@ def url_option(function: F) -> F:
                         help="The service (env JERVIS_URL).")(function)
 
 
+#: The service's `API_TOKEN`, when it requires one (read from the environment only, never an
+#: option: a command line is visible to every user of the machine).
+TOKEN_VARIABLE = "JERVIS_API_TOKEN"
+
+
+def open_client(url: str) -> ServiceClient:
+    return ServiceClient(url, token=os.environ.get(TOKEN_VARIABLE) or None)
+
+
 def connect(url: str) -> ServiceClient:
     """A client for a service that answers `/health` with status ok; exit 3 otherwise."""
-    client = ServiceClient(url)
+    client = open_client(url)
     try:
         problem = client.health().problem()
     except ServiceUnreachableError:
@@ -118,7 +127,9 @@ def confirm_terminal(prompt: str) -> bool:
 
 @click.group(epilog=HELP)
 def cli() -> None:
-    """Jervis terminal client: runs the orchestrator on a local repository, in place of the Kotlin server."""
+    """Jervis terminal client: runs the orchestrator on a local repository, in place of the Kotlin server.
+
+    A service started with API_TOKEN needs the same token in JERVIS_API_TOKEN."""
 
 
 @cli.command(epilog=HELP)
@@ -254,7 +265,7 @@ def _start(client: ServiceClient, body: dict[str, Any], wait_busy: float, render
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON.")
 def status(thread_id: str, url: str, as_json: bool) -> None:
     """Show a run's /status; exit 1 when it failed or is unknown."""
-    with ServiceClient(url) as client:
+    with open_client(url) as client:
         reply = service_call(lambda: client.status(thread_id))
     data = reply.model_dump(exclude_none=True)
     if as_json:
@@ -279,7 +290,7 @@ def status(thread_id: str, url: str, as_json: bool) -> None:
 def approve(thread_id: str, text: tuple[str, ...], url: str, reject: bool) -> None:
     """Answer a waiting run: TEXT goes to the service as Kotlin sends it (default "yes", or "no" with --no)."""
     answer = " ".join(text).strip() or ("no" if reject else "yes")
-    with ServiceClient(url) as client:
+    with open_client(url) as client:
         waiting = service_call(lambda: client.status(thread_id))
         clarification = waiting.interrupt_action == "clarify"
         body = approval_body(answer, clarification=clarification)
@@ -296,7 +307,7 @@ def approve(thread_id: str, text: tuple[str, ...], url: str, reject: bool) -> No
 @url_option
 def cancel(thread_id: str, url: str) -> None:
     """Cancel a running or waiting run."""
-    with ServiceClient(url) as client:
+    with open_client(url) as client:
         service_call(lambda: client.cancel(thread_id))
     click.echo(f"cancelled: {thread_id}")
 
@@ -307,7 +318,7 @@ def cancel(thread_id: str, url: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON.")
 def list_runs(url: str, limit: int, as_json: bool) -> None:
     """Recent runs, newest first."""
-    with ServiceClient(url) as client:
+    with open_client(url) as client:
         reply = service_call(lambda: client.runs(limit))
     if as_json:
         click.echo(json.dumps(reply.model_dump(), ensure_ascii=False, indent=2))

@@ -104,10 +104,12 @@ class ServiceClient:
     """Synchronous client: the terminal waits on one thing at a time, and Ctrl-C reaches it."""
 
     def __init__(self, base_url: str = DEFAULT_URL, *, timeout: float = 30.0,
-                 connect_timeout: float = 5.0) -> None:
+                 connect_timeout: float = 5.0, token: str | None = None) -> None:
+        """`token`: the service's `API_TOKEN`, sent as a bearer token on every request when given."""
         self.base_url = base_url.rstrip("/")
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
-        self._http = httpx.Client(base_url=self.base_url, timeout=self._timeout)
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        self._http = httpx.Client(base_url=self.base_url, timeout=self._timeout, headers=headers)
 
     def close(self) -> None:
         self._http.close()

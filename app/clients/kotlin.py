@@ -110,15 +110,19 @@ class KotlinClient:
         return OutboxItem.model_validate({"id": identity, "order_key": order_key, "kind": kind, "path": path,
                                           "body": redact_strings(body, self._redact)})
 
-    async def create_issue(self, request: TrackerCreateIssue) -> dict[str, Any]:
-        return await self._tracker("/internal/tracker/create-issue", request.wire())
+    async def create_issue(self, request: TrackerCreateIssue, *, idempotency_key: str | None = None) -> dict[str, Any]:
+        return await self._tracker("/internal/tracker/create-issue", request.wire(), idempotency_key)
 
-    async def update_issue(self, request: TrackerUpdateIssue) -> dict[str, Any]:
-        return await self._tracker("/internal/tracker/update-issue", request.wire())
+    async def update_issue(self, request: TrackerUpdateIssue, *, idempotency_key: str | None = None) -> dict[str, Any]:
+        return await self._tracker("/internal/tracker/update-issue", request.wire(), idempotency_key)
 
-    async def _tracker(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _tracker(self, path: str, body: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
+        """`idempotency_key` goes out as `Idempotency-Key`: a repeated call (a crash between the call
+        and recording its answer) is recognisable to a tracker that honours the header."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         try:
-            response = await self._http.post(self._base + path, json=body, timeout=self._tracker_timeout)
+            response = await self._http.post(self._base + path, json=body, timeout=self._tracker_timeout,
+                                             headers=headers)
             response.raise_for_status()
             data = response.json()
         except (httpx.HTTPError, ValueError) as exc:

@@ -84,6 +84,9 @@ class Texts:
     halt_user_stop: str
     halt_budget: str
     halt_llm: str
+    # tracker operations Kotlin answered without doing them (placeholders)
+    tracker_not_created: str
+    tracker_not_updated: str
 
 
 CS = Texts(
@@ -161,6 +164,8 @@ CS = Texts(
     halt_user_stop="Uživatel ukončil práci po selhání kroku {step} cíle {goal}: {reason}",
     halt_budget="Rozpočet vyčerpán: {reason}",
     halt_llm="Jazykový model selhal ({node}): {reason}",
+    tracker_not_created="Issue „{title}“ nebylo založeno: tracker odpověděl bez klíče issue ({reason})",
+    tracker_not_updated="Issue {key} nebylo změněno: tracker změnu neprovedl ({reason})",
 )
 
 EN = Texts(
@@ -238,6 +243,8 @@ EN = Texts(
     halt_user_stop="The user stopped the work after step {step} of goal {goal} failed: {reason}",
     halt_budget="Budget exhausted: {reason}",
     halt_llm="The language model failed ({node}): {reason}",
+    tracker_not_created="Issue '{title}' was not created: the tracker answered without an issue key ({reason})",
+    tracker_not_updated="Issue {key} was not updated: the tracker did not carry it out ({reason})",
 )
 
 _BY_CODE = {"cs": CS, "en": EN}

@@ -5,7 +5,8 @@ The run identity travels in context variables: `run_context()` is entered by the
 a run, and every task it spawns inherits it, so nodes, LLM calls and agent runners need not pass
 ids to their loggers. Redaction applies to what is written (the formatted message with its
 arguments, and the traceback), for the secrets the service was configured with and for token shapes it was not told of
-(an agent's `GIT_TOKEN` echoed in its log, a provider error quoting a key).
+(an agent's `GIT_TOKEN` echoed in its log, a provider error quoting a key): `Redactor`, the same
+one every other outgoing text passes (app/observability/redaction.py).
 """
 
 from __future__ import annotations
@@ -20,27 +21,13 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import IO, Literal
 
+from app.observability.redaction import REDACTED, Redactor
 from app.runs.ids import task_id_of
 
 _thread_id: ContextVar[str | None] = ContextVar("log_thread_id", default=None)
 _task_id: ContextVar[str | None] = ContextVar("log_task_id", default=None)
 
-REDACTED = "***"
-
-#: Credentials recognisable by shape: provider keys, GitHub/GitLab tokens, bearer headers,
-#: passwords in URLs. Their secret part is replaced, the recognisable prefix kept for debugging.
-_TOKEN_PATTERNS = (
-    re.compile(r"\b(sk-(?:ant-|proj-)?)[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"\b(gh[pousr]_)[A-Za-z0-9]{20,}"),
-    re.compile(r"\b(github_pat_)[A-Za-z0-9_]{20,}"),
-    re.compile(r"\b(glpat-)[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"\b(AIza)[A-Za-z0-9_\-]{30,}"),
-    re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{12,}=*"),
-    re.compile(r"(?i)\b((?:x-)?api[-_]?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9._\-]{12,}"),
-    re.compile(r"(://[^/\s:@]+:)[^/\s@]+(?=@)"),
-)
-#: Shorter configured values would redact ordinary words.
-_MIN_SECRET_LENGTH = 6
+__all__ = ["REDACTED", "Redactor", "build_handler", "configure_logging", "current_run", "run_context"]
 
 
 @contextmanager
@@ -57,20 +44,6 @@ def run_context(*, thread_id: str | None, task_id: str | None) -> Iterator[None]
 def current_run() -> tuple[str | None, str | None]:
     """(thread_id, task_id) of the run this code executes for, to carry into work done later."""
     return _thread_id.get(), _task_id.get()
-
-
-class Redactor:
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        values = {s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH}
-        self._secrets = sorted(values, key=len, reverse=True)  # longest first: no partial leftovers
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-        for pattern in _TOKEN_PATTERNS:
-            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
-        return text
 
 
 #: The run named in a request path (uvicorn logs requests outside any run's context).

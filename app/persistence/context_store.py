@@ -3,7 +3,8 @@
 Every LangGraph checkpoint stores the whole state, so step results, goal summaries and agent
 outputs live here instead, keyed by ``(task_id, scope, scope_key)``; nodes fetch compact
 summaries (``assemble_*``) and the full ``detail`` only on demand. Entries expire via a TTL
-index ``ttl_days`` after their last write.
+index ``ttl_days`` after their last write. Every string written passes the service's redaction
+(agent log tails and failure texts may quote a secret).
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from pydantic import BaseModel, Field, field_validator
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
+from app.observability.redaction import no_redaction, redact_data
+
 logger = logging.getLogger(__name__)
 
 COLLECTION_NAME = "orchestrator_context"
 
-Scope = Literal["step", "goal", "epic", "task", "agent_result"]
+Scope = Literal["step", "goal", "epic", "task", "agent_result", "tracker"]
+"""`tracker`: one entry per tracker operation, its idempotency key and answer (app/graph/tracker_ops.py)."""
 Document = dict[str, Any]
 
 _KEY_FIELDS = ("task_id", "scope", "scope_key")
@@ -64,8 +68,10 @@ class ContextStore:
         *,
         ttl_days: int = 30,
         clock: Callable[[], datetime] = _utcnow,
+        redact: Callable[[str], str] = no_redaction,
     ) -> None:
         self._collection = collection
+        self._redact = redact
         self._ttl = timedelta(days=ttl_days)
         self._clock = clock
         self._pending: set[asyncio.Task[None]] = set()
@@ -93,7 +99,8 @@ class ContextStore:
         now = self._clock()
         key = {"task_id": task_id, "scope": scope, "scope_key": scope_key}
         update = {
-            "$set": {"summary": summary, "detail": detail or {}, "expire_at": now + self._ttl},
+            "$set": {"summary": self._redact(summary), "detail": redact_data(self._redact, detail or {}),
+                     "expire_at": now + self._ttl},
             "$setOnInsert": {"created_at": now},
         }
         try:

@@ -5,7 +5,10 @@ client that reconnects with `Last-Event-ID` gets exactly what it missed. The log
 pod's memory and is bounded by count and by bytes, per thread and for the whole hub: the oldest
 events go first, a single oversize event is cut down instead of pushing everything else out,
 and a client that asks for events no longer held is told which ids it lost (a `gap` event)
-before it gets the rest. The checkpoint in MongoDB stays the source of truth.
+before it gets the rest.
+The checkpoint in MongoDB stays the source of truth. Every string of an event passes the
+service's redaction when it is published (agent output, provider errors and interrupt texts may
+quote a secret), so the log never holds what the stream must not send.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import count
 from typing import Any
+
+from app.observability.redaction import no_redaction, redact_data
 
 TERMINAL_EVENTS = frozenset({"done", "error", "approval_required"})
 #: Characters kept of each long text in an oversize event, tried in turn until it fits.
@@ -58,8 +63,10 @@ class EventLog:
 
     def __init__(self, capacity: int = 2000, *, max_bytes: int = 1 << 20, max_event_bytes: int = 64 << 10,
                  budget: _Budget | None = None, sequence: Callable[[], int] | None = None,
-                 on_publish: Callable[[EventLog], None] | None = None) -> None:
+                 on_publish: Callable[[EventLog], None] | None = None,
+                 redact: Callable[[str], str] = no_redaction) -> None:
         self.capacity = capacity
+        self.redact = redact
         self.max_bytes = max_bytes
         self.max_event_bytes = min(max_event_bytes, max_bytes)
         self.active = False
@@ -75,7 +82,8 @@ class EventLog:
 
     def publish(self, type_: str, data: dict[str, Any]) -> RunEvent:
         self.last_id += 1
-        event = _within(RunEvent(self.last_id, type_, {"ts": time.time(), **data}), self.max_event_bytes)
+        data = {"ts": time.time(), **redact_data(self.redact, data)}
+        event = _within(RunEvent(self.last_id, type_, data), self.max_event_bytes)
         self._held.append((self._sequence(), event))
         self._account(event.size)
         while len(self._held) > self.capacity or (self.bytes > self.max_bytes and len(self._held) > 1):
@@ -161,7 +169,8 @@ class EventHub:
     recently used first) and `max_bytes` for all together (the oldest events of any thread go first)."""
 
     def __init__(self, *, capacity: int = 2000, max_threads: int = 500, thread_bytes: int = 1 << 20,
-                 max_bytes: int = 64 << 20, event_bytes: int = 64 << 10) -> None:
+                 max_bytes: int = 64 << 20, event_bytes: int = 64 << 10,
+                 redact: Callable[[str], str] = no_redaction) -> None:
         self._capacity = capacity
         self._max_threads = max_threads
         self._thread_bytes = min(thread_bytes, max_bytes)
@@ -169,6 +178,7 @@ class EventHub:
         self._event_bytes = event_bytes
         self._budget = _Budget()
         self._sequence = count(1).__next__
+        self._redact = redact
         self._logs: OrderedDict[str, EventLog] = OrderedDict()
 
     @property
@@ -181,7 +191,7 @@ class EventHub:
         if log is None:
             log = self._logs[thread_id] = EventLog(
                 self._capacity, max_bytes=self._thread_bytes, max_event_bytes=self._event_bytes,
-                budget=self._budget, sequence=self._sequence, on_publish=self._trim)
+                budget=self._budget, sequence=self._sequence, on_publish=self._trim, redact=self._redact)
             if len(self._logs) > self._max_threads:
                 idle = [tid for tid, entry in self._logs.items() if not entry.active and tid != thread_id]
                 for stale in idle[: len(self._logs) - self._max_threads]:

@@ -250,7 +250,7 @@ class RunManager:
         record = await self._runs.get(thread_id)
         cancelled = error == CANCELLED_MESSAGE
         if record is not None:
-            error = await self._failure_text(thread_id, None if cancelled else error)
+            error = self._redact(await self._failure_text(thread_id, None if cancelled else error))
         if record is None or not await self._runs.transition(thread_id, from_status="interrupted",
                                                              status="error", error=error):
             raise RunNotFoundError(f"No active task for {thread_id}")

@@ -108,3 +108,14 @@ def test_model_server_error_is_a_502(api: httpx.Client, llm: ScriptedLlmServer) 
 
     assert response.status_code == 502
     assert response.json()["detail"].startswith("chat compression failed")
+
+
+def test_a_token_quoted_by_the_models_error_is_redacted_in_the_502(api: httpx.Client,
+                                                                   llm: ScriptedLlmServer) -> None:
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123"
+    llm.script(Reply(match=MARKER, status=500, error_body=f'{{"error": "mirror refused token {token}"}}'))
+
+    response = api.post("/internal/compress-chat", json=kotlin_body())
+
+    assert response.status_code == 502
+    assert "mirror refused token ghp_***" in response.json()["detail"] and token not in response.text

@@ -241,24 +241,28 @@ def test_stream_replays_missed_events_after_reconnect(client, llm, kotlin, servi
     assert client.get("/stream/thread-nope-00000000").status_code == 404
 
 
-def test_tracker_step_calls_the_kotlin_tracker(client, llm, kotlin) -> None:
+def test_tracker_step_calls_the_kotlin_tracker_and_reports_a_placeholder_as_not_created(client, llm, kotlin) -> None:
     llm.script(
         Reply(match=node_marker("intake"), content=classification("single_task", "tracker_ops")),
         Reply(match=node_marker("plan"), content=json.dumps({"steps": [{
             "instructions": "create the issue", "step_type": "tracker",
             "tracker_operations": [{"op": "create", "title": "Health endpoint", "description": "Add /health"}]}]})),
-        Reply(match=node_marker("finalize"), content="Issue založen."),
+        Reply(match=node_marker("finalize"), content="Krok trackeru proběhl."),
     )
     body = orchestrate_body(jervis_project_id="67a9b1c2d3e4f5a6b7c8d9ff")
     thread_id = start(client, body)
 
     done = kotlin.wait_for_status(thread_id=thread_id, status="done")
 
-    assert done["summary"].startswith("Issue založen.")
+    # Kotlin's tracker is a placeholder (no issue key): the report says so, whatever the model wrote.
+    assert done["summary"].startswith("Krok trackeru proběhl.")
+    assert "Issue „Health endpoint“ nebylo založeno: tracker odpověděl bez klíče issue" in done["summary"]
     route, call = kotlin.tracker_calls[-1]
     assert route == "create-issue"
     assert call == {"clientId": body["client_id"], "projectId": "67a9b1c2d3e4f5a6b7c8d9ff",
                     "title": "Health endpoint", "description": "Add /health", "type": "task", "parentKey": None}
+    [sent] = [e for e in kotlin.events if e.route.endswith("/create-issue")]
+    assert (sent.idempotency_key or "").startswith(f"tracker:{body['task_id']}:g0:s0:r0:o0:")
 
 
 def test_status_of_unknown_thread_is_string_only(client) -> None:

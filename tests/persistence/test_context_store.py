@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
+from app.observability.redaction import REDACTED, Redactor
 from app.persistence.context_store import COLLECTION_NAME, ContextStore
 
 Db = AsyncDatabase[dict[str, Any]]
@@ -175,3 +176,12 @@ async def test_epic_review_context_is_one_line_per_goal(store: ContextStore) -> 
     assert await store.assemble_epic_review_context("task-1") == (
         "goal/0: Design the schema\ngoal/1: Build the API with tests"
     )
+
+
+async def test_summary_and_detail_are_stored_redacted(mongo_db: Db) -> None:
+    store = ContextStore(mongo_db[COLLECTION_NAME], redact=Redactor(["configured-api-key"]))
+    await store.save("t1", "agent_result", "goal/0/step/0", "failed: configured-api-key rejected",
+                     {"log_tail": "Bearer abcdef0123456789abcdef\nok", "exit_code": 1})
+    raw = await mongo_db[COLLECTION_NAME].find_one({"task_id": "t1"})
+    assert raw is not None and raw["summary"] == f"failed: {REDACTED} rejected"
+    assert raw["detail"] == {"log_tail": f"Bearer {REDACTED}\nok", "exit_code": 1}

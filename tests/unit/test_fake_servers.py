@@ -269,12 +269,25 @@ def test_kotlin_fail_next_and_wait_for(kotlin: FakeKotlinServer) -> None:
 
 
 def test_kotlin_tracker_placeholders(kotlin: FakeKotlinServer) -> None:
-    """Tracker calls answer like the Kotlin placeholders; create-issue also hands out a key."""
+    """Tracker calls answer like the Kotlin placeholders: no issue key, nothing created."""
     created = httpx.post(kotlin.url + "/internal/tracker/create-issue", json={"clientId": "c", "title": "T"}).json()
-    assert created["ok"] is True and created["key"].startswith("FAKE-")
+    assert created == {"ok": True, "message": "create-issue placeholder"}
     updated = httpx.post(kotlin.url + "/internal/tracker/update-issue", json={"clientId": "c", "issueKey": "FAKE-1"})
     assert updated.json() == {"ok": True, "message": "update-issue placeholder"}
     assert [name for name, _ in kotlin.tracker_calls] == ["create-issue", "update-issue"]
+    assert kotlin.created_issues == []
+
+
+def test_kotlin_implemented_tracker_creates_one_issue_per_idempotency_key(kotlin: FakeKotlinServer) -> None:
+    kotlin.implemented_tracker()
+    url = kotlin.url + "/internal/tracker/create-issue"
+    keyed = [httpx.post(url, json={"clientId": "c", "title": "T"}, headers={"Idempotency-Key": "k1"}).json()
+             for _ in range(2)]
+    unkeyed = httpx.post(url, json={"clientId": "c", "title": "T"}).json()
+    updated = httpx.post(kotlin.url + "/internal/tracker/update-issue", json={"clientId": "c", "issueKey": "FAKE-1"})
+    assert keyed == [{"ok": True, "key": "FAKE-1"}] * 2 and unkeyed == {"ok": True, "key": "FAKE-2"}
+    assert updated.json() == {"ok": True, "key": "FAKE-1"} and kotlin.created_issues == ["FAKE-1", "FAKE-2"]
+    assert [e.idempotency_key for e in kotlin.events] == ["k1", "k1", None, None]
 
 
 # -------------------------------------------------------------------- KB fake

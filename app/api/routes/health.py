@@ -1,21 +1,29 @@
 """Health endpoints: `/health` is Kotlin's report (always 200, read `status`); `/health/live` and
-`/health/ready` are the Kubernetes and Docker probes (answer by status code)."""
+`/health/ready` are the Kubernetes and Docker probes (answer by status code). With `API_TOKEN`
+set, the probes stay open (without their detail) and `/health` without the token answers only
+`status` and `busy`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from app.api.deps import HealthDep
+from app.api.auth import is_authenticated
+from app.api.deps import HealthDep, RedactorDep
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health")
-async def read_health(health: HealthDep) -> dict[str, Any]:
-    return await health.report()
+async def read_health(request: Request, health: HealthDep, redact: RedactorDep) -> dict[str, Any]:
+    """The full report (dependency errors may quote a URL or a provider's reply: redacted), or
+    only what Kotlin reads to a caller without the API token."""
+    report = await health.report()
+    if not is_authenticated(request.state):
+        return {"status": report["status"], "busy": report["busy"]}
+    return redact.data(report)
 
 
 @router.get("/health/live")
@@ -26,6 +34,8 @@ async def read_liveness() -> dict[str, str]:
 
 
 @router.get("/health/ready", responses={503: {"description": "MongoDB unreachable or shutting down"}})
-async def read_readiness(health: HealthDep) -> JSONResponse:
+async def read_readiness(request: Request, health: HealthDep, redact: RedactorDep) -> JSONResponse:
+    """Answers by status code; the detail (MongoDB's error) only with the API token, if one is set."""
     ready, report = await health.readiness()
-    return JSONResponse(report, status_code=200 if ready else 503)
+    body = redact.data(report) if is_authenticated(request.state) else {"status": report["status"]}
+    return JSONResponse(body, status_code=200 if ready else 503)

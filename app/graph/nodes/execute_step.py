@@ -25,11 +25,11 @@ from app.graph.nodes._common import (
 )
 from app.graph.state import OrchestratorState
 from app.graph.texts import texts
+from app.graph.tracker_ops import TrackerCall, carry_out
 from app.kb.prefetch import prefetch_kb_context
 from app.llm.provider import LlmError
 from app.persistence.context_store import ContextStore
 from app.schemas.domain import CodingStep, Recovery, StepResult, StepType
-from app.schemas.kotlin import TrackerCreateIssue, TrackerUpdateIssue
 
 
 log = logging.getLogger(__name__)
@@ -190,41 +190,48 @@ def _done_operations(state: OrchestratorState, step: CodingStep) -> set[int]:
             for index in r.get("completed_operations", [])}
 
 
-async def _tracker(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> StepResult:
-    """Tracker calls; a retry repeats only the operations that failed (an issue is never created twice)."""
+async def _tracker(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> tuple[StepResult, list[str]]:
+    """Tracker calls, each carried out at most once (app/graph/tracker_ops.py); a retry repeats only
+    the operations that failed. Returns the result and the report warnings of operations the
+    tracker answered without doing (a placeholder): said, not claimed, and not a failure."""
     ctx = runtime.context
     task = task_of(state)
+    t = texts(run_language(state, ctx.settings))
+    goal_index = state.get("current_goal_index", 0)
     project = state.get("jervis_project_id") or task.get("project_id")
     completed = _done_operations(state, step)
     done: list[str] = []
+    not_done: list[str] = []
     failures: list[str] = []
     for index, op in enumerate(step.tracker_operations):
         if index in completed:
             continue
+        if op.op != "create" and not op.issue_key:
+            failures.append(f"{op.op}: missing issue_key")
+            continue
+        call = TrackerCall(task_id=task["id"], client_id=task["client_id"], project_id=project,
+                           goal_index=goal_index, step_index=step.index, revision=step.revision, index=index)
         try:
-            if op.op == "create":
-                reply = await ctx.kotlin.create_issue(TrackerCreateIssue(
-                    client_id=task["client_id"], project_id=project, title=op.title or step.instructions[:80],
-                    description=op.description, type=op.type))
-                done.append(f"created {reply.get('key') or op.title}")
-            else:
-                if not op.issue_key:
-                    failures.append(f"{op.op}: missing issue_key")
-                    continue
-                await ctx.kotlin.update_issue(TrackerUpdateIssue(
-                    client_id=task["client_id"], project_id=project, issue_key=op.issue_key, status=op.status,
-                    comment=op.comment))
-                done.append(f"{op.op} {op.issue_key}")
-            completed.add(index)
+            result = await carry_out(ctx.kotlin, ctx.context_store, call, op, step.instructions[:80])
         except TrackerError as exc:
             failures.append(str(exc))
+            continue
+        completed.add(index)
+        if result.outcome == "created":
+            done.append(f"created {result.issue_key}")
+        elif result.outcome == "updated":
+            done.append(f"{op.op} {result.issue_key}")
+        elif result.outcome == "not_created":
+            not_done.append(t.tracker_not_created.format(title=op.title or step.instructions[:80], reason=result.note))
+        else:
+            not_done.append(t.tracker_not_updated.format(key=result.issue_key, reason=result.note))
     if not step.tracker_operations:
         failures.append("no tracker operations planned")
-    summary = "; ".join(done + [f"FAILED {f}" for f in failures])
-    return StepResult(step_index=step.index, goal_index=state.get("current_goal_index", 0), success=not failures,
+    summary = "; ".join(done + not_done + [f"FAILED {f}" for f in failures])
+    return StepResult(step_index=step.index, goal_index=goal_index, success=not failures,
                       summary=summary, step_type=StepType.TRACKER, attempt=state.get("attempt", 1),
                       revision=step.revision,
-                      title=clip(step.instructions, 120), completed_operations=sorted(completed))
+                      title=clip(step.instructions, 120), completed_operations=sorted(completed)), not_done
 
 
 async def execute_step(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
@@ -236,7 +243,9 @@ async def execute_step(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
             previous = state.get("final_result")
             updates["final_result"] = f"{previous}\n\n{answer}" if previous else answer
     elif step.step_type == StepType.TRACKER:
-        result = await _tracker(state, runtime, step)
+        result, not_carried_out = await _tracker(state, runtime, step)
+        if not_carried_out:
+            updates["warnings"] = not_carried_out
     else:
         result = await _code(state, runtime, step)
     runtime.context.context_store.save_nowait(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import sys
@@ -219,3 +220,27 @@ def test_line_cutter_splits_chunks_and_keeps_an_unterminated_last_line() -> None
     cutter = LineCutter(max_chars=10)
     lines = cutter.feed(b"one\ntw") + cutter.feed(b"o\n" + b"y" * 50 + b"\nlast")
     assert lines + cutter.flush() == ["one", "two", "y" * 10 + " … (line cut at 10 characters)", "last"]
+
+
+async def test_the_agent_sees_an_allow_listed_environment_without_the_services_secrets(manager: WorkspaceManager,
+                                                                                       repo: Path) -> None:
+    service_environ = {
+        "PATH": os.environ["PATH"], "HOME": str(repo.parent), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+        "MONGODB_URL": "mongodb://orchestrator:db-password@db:27017", "API_TOKEN": "service-api-token-0001",
+        "GROQ_API_KEY": "gsk_unrelated_provider_0001", "ANTHROPIC_API_KEY": "sk-ant-service-tier-0001",
+        "OPENAI_API_KEY": "sk-agent-openai-0001", "HF_HOME": "/cache/hf", "SSH_AUTH_SOCK": "/tmp/ssh-agent.sock",
+    }
+    settings = Settings(local_agent_command=AGENT, agent_secret_keys=["OPENAI_API_KEY", "GIT_TOKEN"],
+                        agent_env_passthrough=["HF_HOME"])
+    result = await LocalRunner(manager, settings, environ=service_environ).run(
+        job(repo), prepare=hand_over(manager, repo, "@@ENV"))
+
+    seen = json.loads((repo / ".jervis" / "env.json").read_text(encoding="utf-8"))
+    assert result.success
+    assert not {"MONGODB_URL", "API_TOKEN", "GROQ_API_KEY", "ANTHROPIC_API_KEY", "SSH_AUTH_SOCK"} & set(seen)
+    assert not [value for value in seen.values() if "db-password" in value or "service-" in value]
+    assert seen["OPENAI_API_KEY"] == "sk-agent-openai-0001" and seen["HF_HOME"] == "/cache/hf"
+    assert {name: seen[name] for name in ("HOME", "LANG", "LC_ALL", "TASK_ID", "WORKSPACE_PATH", "AGENT_TYPE")} == {
+        "HOME": str(repo.parent), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TASK_ID": "t1",
+        "WORKSPACE_PATH": str(repo), "AGENT_TYPE": "command"}
+    assert seen["PATH"] == os.environ["PATH"]

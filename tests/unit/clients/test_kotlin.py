@@ -151,10 +151,13 @@ async def test_every_string_of_a_push_is_redacted_before_it_is_stored(http: http
 
 
 async def test_create_and_update_issue_return_kotlins_reply(client: KotlinClient, kotlin: FakeKotlinServer) -> None:
-    created = await client.create_issue(TrackerCreateIssue(client_id="c1", project_id=None, title="Bug"))
+    kotlin.implemented_tracker()
+    created = await client.create_issue(TrackerCreateIssue(client_id="c1", project_id=None, title="Bug"),
+                                        idempotency_key="tracker:t1:g0:s0:r0:o0:abc")
     updated = await client.update_issue(TrackerUpdateIssue(client_id="c1", issue_key="FAKE-1", status="done"))
-    assert created["ok"] is True and created["key"].startswith("FAKE-")
+    assert created == {"ok": True, "key": "FAKE-1"}
     assert updated["ok"] is True
+    assert [e.idempotency_key for e in kotlin.events] == ["tracker:t1:g0:s0:r0:o0:abc", None]
     assert [call[0] for call in kotlin.tracker_calls] == ["create-issue", "update-issue"]
     assert kotlin.tracker_calls[0][1] == {"clientId": "c1", "projectId": None, "title": "Bug", "description": "",
                                           "type": "task", "parentKey": None}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from app.observability.redaction import REDACTED, Redactor
 from app.runs.events import EventHub, EventLog, RunEvent
 
 
@@ -214,3 +215,15 @@ def test_hub_counts_no_bytes_of_a_forgotten_thread_and_tells_its_reader() -> Non
     hub.log("b").publish("node_start", {"node": "intake"})
     assert hub.get("a") is None and hub.bytes == hub.log("b").bytes
     assert gone.gap(0) is not None and gone.gap(0).data["last_lost_id"] == 1
+
+
+async def test_every_string_of_an_event_is_redacted_before_anyone_can_read_it() -> None:
+    hub = EventHub(capacity=10, redact=Redactor(["configured-db-password"]))
+    log = hub.log("thread-1")
+    log.publish("agent_log", {"agent": "aider", "line": "export GIT_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123"})
+    log.publish("approval_required", {"interrupt": {"description": "mongodb://u:configured-db-password@db",
+                                                    "changed_files": ["a.py"]}, "percent": 92.0})
+    line, waiting = [e for e in await collect(log) if e]
+    assert line.data["line"] == f"export GIT_TOKEN=ghp_{REDACTED}" and line.data["agent"] == "aider"
+    assert waiting.data["interrupt"] == {"description": f"mongodb://u:{REDACTED}@db", "changed_files": ["a.py"]}
+    assert "configured-db-password" not in waiting.sse() and waiting.data["percent"] == 92.0

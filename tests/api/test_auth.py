@@ -1,0 +1,71 @@
+"""The optional API token (`API_TOKEN`, app/api/auth.py) on a real service process: every route
+needs it, the probes and a minimal `/health` do not, and the terminal client sends it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from app.cli.__main__ import cli
+from app.cli.codes import ExitCode
+from tests.fixtures.service import ServiceProcess, service_env
+
+TOKEN = "orchestrator-api-token-0123456789"
+UNKNOWN = "thread-unknown-00000000"
+OPEN = {("get", "/health/live"), ("get", "/health/ready"), ("get", "/health")}
+
+
+@pytest.fixture(scope="module")
+def guarded(mongo_server: Any, llm_server: Any, kotlin_server: Any, kb_server: Any, data_root: Path,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+    env = service_env(mongo_url=mongo_server.url, llm_url=llm_server.url, kotlin_url=kotlin_server.url,
+                      kb_url=kb_server.url, data_root=data_root, api_token=TOKEN)
+    proc = ServiceProcess(env=env, log_path=tmp_path_factory.mktemp("svc") / "service-auth.log").start()
+    yield proc
+    proc.stop()
+
+
+def bearer(token: str = TOKEN) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_every_route_but_the_probes_answers_401_without_the_token(guarded: ServiceProcess) -> None:
+    with guarded.client() as http:
+        assert http.get("/openapi.json").status_code == 401
+        schema = http.get("/openapi.json", headers=bearer()).json()
+        routes = {(method, path) for path, item in schema["paths"].items() for method in item}
+        assert ("get", "/stream/{thread_id}") in routes and ("post", "/orchestrate/stream") in routes
+        refused = {}
+        for method, path in sorted(routes - OPEN):
+            url = path.replace("{thread_id}", UNKNOWN)
+            for headers in ({}, bearer("wrong-token"), {"Authorization": f"Basic {TOKEN}"}):
+                response = http.request(method.upper(), url, headers=headers)
+                refused[(method, path, headers.get("Authorization", "")[:5])] = response.status_code
+            assert http.request(method.upper(), url, headers=bearer()).status_code != 401, (method, path)
+        assert set(refused.values()) == {401}, refused
+        unknown = http.get("/no-such-route")
+        assert unknown.status_code == 401 and "JERVIS_API_TOKEN" in unknown.json()["detail"]
+        assert unknown.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_probes_and_a_minimal_health_answer_without_the_token(guarded: ServiceProcess) -> None:
+    with guarded.client() as http:
+        assert http.get("/health").json() == {"status": "ok", "busy": False}
+        assert "dependencies" in http.get("/health", headers=bearer()).json()
+        assert http.get("/health/live").json() == {"status": "alive"}
+        ready = http.get("/health/ready")
+        assert ready.status_code == 200 and ready.json() == {"status": "ready"}
+        assert "mongodb" in http.get("/health/ready", headers=bearer()).json()
+        assert http.get(f"/stream/{UNKNOWN}", headers=bearer()).status_code == 404
+
+
+def test_the_terminal_client_sends_the_token_from_its_environment(guarded: ServiceProcess) -> None:
+    args = ["status", UNKNOWN, "--url", guarded.url]
+    refused = CliRunner().invoke(cli, args, env={"JERVIS_API_TOKEN": None})
+    assert refused.exit_code == ExitCode.REJECTED_REQUEST and "JERVIS_API_TOKEN" in refused.output
+    answered = CliRunner().invoke(cli, [*args, "--json"], env={"JERVIS_API_TOKEN": TOKEN})
+    assert answered.exit_code == ExitCode.FAILED and '"status": "unknown"' in answered.output
