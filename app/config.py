@@ -230,9 +230,9 @@ class Settings(BaseSettings):
     """Correction progress while a chunk streams, at most this often (`docs/api.md`, correction progress)."""
     push_timeout_seconds: float = 5.0
     """Timeout of one push to Kotlin."""
-    outbox_status_expiry_seconds: float = Field(default=86_400.0, gt=0)
+    outbox_status_expiry_seconds: float = Field(default=86_400.0, gt=0, le=31_536_000)
     """A status push Kotlin has not acknowledged by then is given up (counted in `jervis_kotlin_push_failures_total`); its identity stays taken as long again, so a crash replay does not send it twice."""
-    outbox_progress_expiry_seconds: float = Field(default=900.0, gt=0)
+    outbox_progress_expiry_seconds: float = Field(default=900.0, gt=0, le=31_536_000)
     """A progress or correction-progress push is given up after this: a stale heartbeat is useless."""
     outbox_retry_base_seconds: float = Field(default=1.0, gt=0)
     """First retry delay of a failed push; doubled per attempt up to `OUTBOX_RETRY_MAX_SECONDS`, with jitter (half to all of it)."""

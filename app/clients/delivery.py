@@ -200,7 +200,8 @@ class DeliveryService:
             if head.kind == "progress" and head.attempts > 0 and waiting[key] > 1:
                 # A heartbeat that already failed must not hold back the status queued behind it.
                 if await self._store.drop(head):
-                    log.info("dropped progress push %s: a later push of its task waits behind it", head.key)
+                    with run_context(thread_id=head.thread_id, task_id=head.task_id):
+                        log.info("dropped progress push %s: a later push of its task waits behind it", head.key)
                     self._wake.set()
                 continue
             leased = head.lease_until > now and head.lease_owner != self._store.pod_id
@@ -220,7 +221,7 @@ class DeliveryService:
     async def _deliver(self, item: OutboxItem) -> bool:
         """Send one push. True when it is settled (acknowledged or expired), False when the attempt
         failed and the push was rescheduled."""
-        with run_context(thread_id=item.body.get("threadId"), task_id=item.body.get("taskId")):
+        with run_context(thread_id=item.thread_id, task_id=item.task_id):
             now = self._clock()
             if item.expires_at <= now:
                 log.error("push %s to %s expired undelivered after %d attempt(s)", item.key, item.path,

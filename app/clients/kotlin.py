@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from app.clients.outbox import OutboxWriter
+from app.observability.logs import current_run
 from app.persistence.outbox import OutboxItem
 from app.schemas.correction import CorrectionProgressPush
 from app.schemas.kotlin import (
@@ -107,8 +108,11 @@ class KotlinClient:
                           CORRECTION_PROGRESS_PATH, push.wire())
 
     def _item(self, identity: str, order_key: str, kind: str, path: str, body: dict[str, Any]) -> OutboxItem:
-        return OutboxItem.model_validate({"id": identity, "order_key": order_key, "kind": kind, "path": path,
-                                          "body": redact_strings(body, self._redact)})
+        thread_id, task_id = current_run()  # delivery logs name the run that produced the push
+        return OutboxItem.model_validate({
+            "id": identity, "order_key": order_key, "kind": kind, "path": path,
+            "body": redact_strings(body, self._redact), "thread_id": thread_id or body.get("threadId"),
+            "task_id": task_id or body.get("taskId")})
 
     async def create_issue(self, request: TrackerCreateIssue, *, idempotency_key: str | None = None) -> dict[str, Any]:
         return await self._tracker("/internal/tracker/create-issue", request.wire(), idempotency_key)

@@ -58,6 +58,9 @@ class OutboxItem(BaseModel):
     lease_owner: str | None = None
     lease_until: float = 0.0
     last_error: str | None = None
+    thread_id: str | None = None
+    """The run that produced the push (a progress body names only its task), for the log lines."""
+    task_id: str | None = None
 
 
 class OutboxStats(BaseModel):
@@ -103,7 +106,7 @@ class OutboxStore:
             {"_id": item.id},
             {"$set": {"order_key": item.order_key, "kind": item.kind, "path": item.path, "body": item.body,
                       "key": item.key, "seq": item.seq, "expires_at": item.expires_at, "state": PENDING,
-                      "last_error": None, **lease},
+                      "last_error": None, "thread_id": item.thread_id, "task_id": item.task_id, **lease},
              "$setOnInsert": {"created_at": item.created_at, "attempts": 0},
              "$max": {"due_at": item.due_at}},
             upsert=True,

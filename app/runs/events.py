@@ -107,6 +107,11 @@ class EventLog:
     def held(self) -> int:
         return len(self._held)
 
+    @property
+    def events(self) -> list[RunEvent]:
+        """The events still held, oldest first."""
+        return [event for _, event in self._held]
+
     def forget(self) -> None:
         """The hub lets go of this log: its bytes no longer count (a client still reading it is told)."""
         self._account(-self.bytes)

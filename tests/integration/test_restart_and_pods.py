@@ -18,7 +18,6 @@ from tests.fixtures.mongo import RestartableMongo
 from tests.fixtures.service import ServiceProcess, service_env
 from tests.support import (
     SCRIPTED_AGENT,
-    advice_script,
     approval,
     classification,
     code_task_script,
@@ -235,15 +234,14 @@ def test_statuses_produced_while_kotlin_is_down_reach_it_after_a_kill(
                       outbox_retry_base_seconds=0.2, outbox_retry_max_seconds=0.5, outbox_poll_seconds=0.5)
     mongo: MongoClient[dict[str, Any]] = MongoClient(mongo_server.url)
     outbox = mongo[env["MONGODB_DATABASE"]]["orchestrator_outbox"]
-    rel = f"clients/c1/{new_task_id()}"
-    make_git_repo(data_root / rel)
+    llm.script(Reply(match=node_marker("intake"), content=lambda request: classification(
+                   goal_clear=False, questions=["Který projekt?"]) if "Oprav to" in request.text else classification()),
+               Reply(match=node_marker("respond"), content="Hotovo, i když Kotlin spal."))
     pod = service_factory(env=env).start()
     try:
         with pod.client() as client:
-            llm.script(*code_task_script())
-            asking = client.post("/orchestrate/stream", json=orchestrate_body(workspace_path=rel)).json()["thread_id"]
-            wait_until(lambda: status_of(client, asking) == "interrupted" or None, what="the commit question")
-            llm.script(*advice_script("Hotovo, i když Kotlin spal."))
+            asking = client.post("/orchestrate/stream", json=orchestrate_body(query="Oprav to")).json()["thread_id"]
+            wait_until(lambda: status_of(client, asking) == "interrupted" or None, what="the question")
             done = client.post("/orchestrate/stream", json=orchestrate_body()).json()["thread_id"]
             wait_until(lambda: status_of(client, done) == "done" or None, what="the answer")
             # Both statuses are in MongoDB and Kotlin has refused them at least once.
@@ -264,7 +262,7 @@ def test_statuses_produced_while_kotlin_is_down_reach_it_after_a_kill(
         kotlin.stop()
         mongo.close()
 
-    assert interrupted["interruptAction"] == "commit" and finished["summary"] == "Hotovo, i když Kotlin spal."
+    assert interrupted["interruptAction"] == "clarify" and finished["summary"] == "Hotovo, i když Kotlin spal."
     # Exactly once per identity, each request carrying its identity as the Idempotency-Key.
     assert sorted((s["threadId"], s["status"]) for s in kotlin.statuses) == sorted([(asking, "interrupted"),
                                                                                    (done, "done")])
