@@ -37,6 +37,9 @@ class RunRecord(BaseModel):
     """Highest progress reported (100 when done)."""
     report: str | None = None
     """Full report of a failed run: what was finished, committed, skipped and left (`error` is its bounded form)."""
+    fence: str | None = None
+    """Fencing token of the lock lease under which the run's pod (`pod_id`) runs it; its outcome write is
+    conditional on it, so a pod that lost the run to another cannot overwrite it."""
     created_at: float
     updated_at: float
 
@@ -66,16 +69,17 @@ class RunStore:
             upsert=True,
         )
 
-    async def update(self, thread_id: str, **fields: Any) -> bool:
-        """Set ``fields`` (validated against RunRecord) and bump updated_at.
+    async def update(self, thread_id: str, *, if_fence: str | None = None, **fields: Any) -> bool:
+        """Set ``fields`` (validated against RunRecord) and bump updated_at; with ``if_fence``,
+        only while the run's fencing token is that one.
 
-        Returns whether the run exists. Unknown or immutable field names raise ValueError, and
-        so do invalid values (pydantic ValidationError is a ValueError).
+        Returns whether the run exists (and was still fenced by ``if_fence``). Unknown or
+        immutable field names raise ValueError, and so do invalid values (pydantic
+        ValidationError is a ValueError).
         """
         values = self._validated(fields)
-        result = await self._collection.update_one(
-            {"_id": thread_id}, {"$set": {**values, "updated_at": self._clock()}}
-        )
+        condition = {"_id": thread_id} | ({"fence": if_fence} if if_fence is not None else {})
+        result = await self._collection.update_one(condition, {"$set": {**values, "updated_at": self._clock()}})
         return result.matched_count > 0
 
     async def transition(self, thread_id: str, *, from_status: RunStatus, **fields: Any) -> bool:
@@ -87,12 +91,12 @@ class RunStore:
         )
         return doc is not None
 
-    async def claim(self, thread_id: str, *, from_pod: str | None, to_pod: str) -> bool:
-        """Atomically move a running run from a dead pod to this one: of several pods that try
-        to recover the same run, exactly one wins."""
+    async def claim(self, thread_id: str, *, from_pod: str | None, to_pod: str, fence: str | None = None) -> bool:
+        """Atomically move a running run from a dead pod to this one, under the new owner's
+        fencing token: of several pods that try to recover the same run, exactly one wins."""
         doc = await self._collection.find_one_and_update(
             {"_id": thread_id, "status": "running", "pod_id": from_pod},
-            {"$set": {"pod_id": to_pod, "updated_at": self._clock()}},
+            {"$set": {"pod_id": to_pod, "fence": fence, "updated_at": self._clock()}},
         )
         return doc is not None
 
