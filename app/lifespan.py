@@ -39,6 +39,7 @@ from app.persistence.runs import RunStore
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver
 from app.runs.manager import RunManager
+from app.runtime.pod_identity import claim_pod_identity
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +61,14 @@ class Services:
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = getattr(app.state, "settings", None) or Settings()
     async with AsyncExitStack() as stack:
+        identity = claim_pod_identity(settings)  # before anything acts as this pod
+        stack.callback(identity.release)
+        settings = settings.model_copy(update={"pod_id": identity.pod_id})
         mongo = create_client(settings.mongodb_url)
         stack.push_async_callback(mongo.close)
         db = mongo[settings.mongodb_database]
         lock = OrchestrationLock(
-            db[lock_module.COLLECTION_NAME], pod_id=settings.pod_id, slots=settings.max_concurrent_orchestrations,
+            db[lock_module.COLLECTION_NAME], pod_id=identity.pod_id, slots=settings.max_concurrent_orchestrations,
             heartbeat_seconds=settings.lock_heartbeat_seconds, stale_seconds=settings.lock_stale_seconds,
         )
         context_store = ContextStore(db[context_store_module.COLLECTION_NAME], ttl_days=settings.context_ttl_days)
@@ -102,7 +106,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         metrics.active_runs.set_function(lambda: manager.active_count)
 
         async def refresh_lock(m: Metrics) -> None:
-            m.set_lock_slots(await lock.slots_state(), settings.pod_id)
+            m.set_lock_slots(await lock.slots_state(), identity.pod_id)
 
         metrics.on_scrape(refresh_lock)
         stack.push_async_callback(context_store.drain)
@@ -117,8 +121,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = Services(settings=settings, runs=manager, events=events, health=health,
                                       kotlin=kotlin, metrics=metrics, context_store=context_store,
                                       chat_compressor=ChatCompressor(llm), correction=correction)
-        log.info("orchestrator ready (pod %s, runner %s, max %d concurrent)", settings.pod_id,
-                 settings.agent_runner, settings.max_concurrent_orchestrations)
+        log.info("orchestrator ready (pod %s from %s, runner %s, max %d concurrent)", identity.pod_id,
+                 identity.source, settings.agent_runner, settings.max_concurrent_orchestrations)
         for agent_type, runs_it in describe_agents(settings).items():
             log.info("agent %s: %s", agent_type, runs_it)
         yield
