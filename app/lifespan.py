@@ -36,9 +36,11 @@ from app.persistence.indexes import KOTLIN_INDEXES, ensure_indexes
 from app.persistence.lock import OrchestrationLock
 from app.persistence.mongo import create_client
 from app.persistence.runs import RunStore
+from app.runs.admission import Admission
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver
 from app.runs.manager import RunManager
+from app.runs.recovery import RecoveryService
 from app.runtime.pod_identity import claim_pod_identity
 
 log = logging.getLogger(__name__)
@@ -100,8 +102,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         )
         graph = build_graph().compile(checkpointer=checkpointer)
         events = EventHub(capacity=settings.stream_buffer_events)
+        admission = Admission(lock, slots=settings.max_concurrent_orchestrations)
         manager = RunManager(settings=settings, graph=graph, driver=RunDriver(graph, context, kotlin, metrics),
-                             lock=lock, runs=run_store, kotlin=kotlin, events=events, workspaces=workspaces,
+                             admission=admission, runs=run_store, kotlin=kotlin, events=events, workspaces=workspaces,
                              metrics=metrics, redact=Redactor(settings.secret_values()))
         metrics.active_runs.set_function(lambda: manager.active_count)
 
@@ -111,7 +114,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         metrics.on_scrape(refresh_lock)
         stack.push_async_callback(context_store.drain)
         stack.push_async_callback(manager.shutdown)
-        await manager.start_recovery()
+        recovery = RecoveryService(runs=run_store, admission=admission, adopter=manager,
+                                   interval_seconds=settings.recovery_interval_seconds)
+        await recovery.start()
+        stack.push_async_callback(recovery.stop)  # stopped before the manager shuts down
         llm_health = ProviderHealth(llm, http, cache_seconds=settings.llm_health_cache_seconds)
         health = HealthChecker(settings=settings, mongo=mongo, http=http, kb=kb, runs=manager, llm=llm_health)
         correction = CorrectionService(

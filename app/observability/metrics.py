@@ -33,7 +33,8 @@ class Metrics:
         r = self.registry
         self.orchestrations = Counter(
             "jervis_orchestrations", "Orchestration segments ended, by outcome "
-            "(done, error, cancelled, interrupted = waiting for the user, suspended = handed over on shutdown).",
+            "(done, error, cancelled, interrupted = waiting for the user, suspended = handed over on shutdown "
+            "or a lost lease, fenced = ended after another pod took the run over: not recorded or pushed).",
             ["outcome"], registry=r)
         self.rejections = Counter(
             "jervis_orchestration_rejections", "Requests refused with HTTP 429: every slot was busy.", registry=r)
