@@ -179,7 +179,7 @@ class Settings(BaseSettings):
     lock_heartbeat_seconds: float = 10.0
     """Heartbeat of a held lock slot."""
     lock_stale_seconds: float = 300.0
-    """A slot whose holder stopped heart-beating this long is taken over. The holder itself gives the lease up (and suspends the run) after this minus two heartbeats (at most half of it) without a successful heartbeat, so it stops before another pod can take over."""
+    """A slot whose holder stopped heart-beating this long is taken over. The holder itself gives the lease up (and suspends the run) when its heartbeats have failed for this minus two heartbeats (at most half of it), so it stops before another pod can take over."""
     pod_id: str | None = Field(default=None, json_schema_extra={"doc_default": "<POD_NAME, else persisted>"})
     """Owner id of this pod's lock slots and runs. Unset: `POD_NAME`, else an id persisted under `DATA_ROOT/.orchestrator/pod-ids/` (an OS file lock keeps two live processes apart). Stable across restarts, so a restarted service frees its own slots and adopts its runs at once."""
     pod_name: str | None = None

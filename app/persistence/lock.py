@@ -54,8 +54,9 @@ def lost_after(heartbeat_seconds: float, stale_seconds: float) -> float:
 
 class LockLease:
     """A held slot. Heartbeats until released; ``lost`` is set when another pod took the slot
-    over, or when no heartbeat succeeded within ``lost_after_seconds`` (counted locally, so a pod
-    cut off from MongoDB notices too).
+    over, or when heartbeats keep failing past ``lost_after_seconds`` after the last success
+    (counted locally, so a pod cut off from MongoDB notices too; the last attempt may end one
+    heartbeat later).
 
     Work running under a lease should watch ``lost`` and stop: after a takeover two pods would
     otherwise run orchestrations on a one-slot GPU. ``token`` fences its writes (module doc).
@@ -96,8 +97,8 @@ class LockLease:
         return f"{self.slot_id}#{self.fence}"
 
     def holds(self) -> bool:
-        """Whether this pod may still act under the lease, as far as it can know: not lost, and
-        its local deadline not passed (checked here too, in case the heartbeat task lags)."""
+        """Whether this pod may still act under the lease when it cannot ask MongoDB: not lost,
+        and no heartbeat failed past the deadline (checked here too, in case the heartbeat task lags)."""
         if self.lost.is_set():
             return False
         return self._deadline is None or self._monotonic() < self._deadline
@@ -113,20 +114,22 @@ class LockLease:
 
     async def _heartbeat_loop(self) -> None:
         while True:
-            remaining = self._remaining()
-            await asyncio.sleep(min(self._heartbeat_seconds, remaining))
-            remaining = self._remaining()
-            if remaining <= 0:
-                self._lose(f"no successful heartbeat for {self._lost_after:g} s")
-                return
+            await asyncio.sleep(max(0.0, min(self._heartbeat_seconds, self._remaining())))
             sent = self._monotonic()
-            try:  # within the deadline: a hung write must not outlast it
-                async with asyncio.timeout(None if self._deadline is None else remaining):
+            # A write may take until the deadline, or one heartbeat once that has passed: a late
+            # heartbeat that still matches proves the slot is ours (a take-over changes its
+            # owner and fence), so a pod whose loop was merely slow keeps its lease.
+            limit = None if self._deadline is None else max(self._remaining(), self._heartbeat_seconds)
+            try:
+                async with asyncio.timeout(limit):
                     result = await self._collection.update_one(
                         self._owner_filter, {"$set": {"locked_at": self._clock()}}
                     )
             except (PyMongoError, TimeoutError):
-                # A blip is survivable: the deadline above decides when it is not.
+                if self._remaining() <= 0:
+                    self._lose(f"no successful heartbeat for {self._lost_after:g} s")
+                    return
+                # A blip is survivable: the deadline decides when it is not.
                 logger.warning("lock heartbeat for %s failed; retrying", self.slot_id, exc_info=True)
                 continue
             if result.matched_count == 0:

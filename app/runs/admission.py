@@ -32,7 +32,8 @@ class Slot:
         return self.lease.token
 
     def holds(self) -> bool:
-        """Whether the run may still act (push, record, delete): the lease is not lost."""
+        """Whether the run may still act where MongoDB cannot be asked: the slot is not released
+        and its lease neither lost nor past its heartbeat deadline."""
         return not self._released and self.lease.holds()
 
     async def release(self) -> None:

@@ -325,15 +325,16 @@ class RunManager:
                 setattr(outcome, name, self._redact(text))
         run.outcome = outcome
         try:
-            if slot.holds() and await self._record_outcome(run.identity, outcome, slot.token):
+            if not slot.lease.lost.is_set() and await self._record_outcome(run.identity, outcome, slot):
                 self._metrics.orchestration_ended("cancelled" if run.cancel_requested else outcome.status)
                 # Free the slots before telling Kotlin: it dispatches the next task as soon as it
                 # hears "done", and must not meet a 429 from a run that has already ended.
                 await slot.release()
                 self._announce(run.identity, outcome, events)
             else:
-                log.error("run %s is owned by another pod now (lease lost): its %s outcome is left unrecorded "
-                          "and unannounced", run.identity.thread_id, outcome.status)
+                log.error("run %s: this pod lost its lease (taken over, or no heartbeat within the deadline); "
+                          "its %s outcome is left unrecorded and unannounced for the run's next owner",
+                          run.identity.thread_id, outcome.status)
                 self._metrics.orchestration_ended("fenced")
         finally:
             await slot.release()
@@ -396,13 +397,14 @@ class RunManager:
         if run.task is not None:
             run.task.cancel()
 
-    async def _record_outcome(self, identity: RunIdentity, outcome: RunOutcome, token: str) -> bool:
-        """Store the outcome under the fencing `token`; False only when the run record names
-        another token (its run was taken over). A failed write is logged and counts as owned:
-        the outcome still goes out rather than nowhere."""
+    async def _record_outcome(self, identity: RunIdentity, outcome: RunOutcome, slot: Slot) -> bool:
+        """Store the outcome under the slot's fencing token; whether this pod still owns the run.
+        A write that matches proves it; one that does not because the record names another token
+        disproves it (the run was taken over). When MongoDB cannot be asked, the lease decides:
+        owned unless its heartbeats have failed past their deadline."""
         try:
             if await self._runs.update(
-                identity.thread_id, if_fence=token, status=outcome.status, summary=outcome.summary,
+                identity.thread_id, if_fence=slot.token, status=outcome.status, summary=outcome.summary,
                 error=outcome.error, interrupt_action=outcome.interrupt_action,
                 interrupt_description=outcome.interrupt_description, branch=outcome.branch,
                 artifacts=outcome.artifacts, usage=outcome.usage, percent=outcome.percent, report=outcome.report,
@@ -411,8 +413,8 @@ class RunManager:
             record = await self._runs.get(identity.thread_id)
         except Exception:
             log.exception("could not record the outcome of %s", identity.thread_id)
-            return True
-        return record is None or record.fence == token
+            return slot.holds()
+        return record is None or record.fence == slot.token
 
     def _announce(self, identity: RunIdentity, outcome: RunOutcome, events: EventLog) -> None:
         self._kotlin.push_status(StatusPush(
