@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 from typing import Literal
@@ -24,10 +23,6 @@ DEFAULT_AGENT_SELECTION: dict[str, AgentName] = {
 
 #: Variables only the service itself may read: never passed to an agent, whatever is configured.
 SERVICE_ONLY_VARIABLES = frozenset({"MONGODB_URL", "API_TOKEN"})
-
-
-def _default_pod_id() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
 
 
 class Settings(BaseSettings):
@@ -196,13 +191,15 @@ class Settings(BaseSettings):
     lock_heartbeat_seconds: float = 10.0
     """Heartbeat of a held lock slot."""
     lock_stale_seconds: float = 300.0
-    """A slot whose holder stopped heart-beating this long is taken over."""
-    pod_id: str = Field(default_factory=_default_pod_id, json_schema_extra={"doc_default": "<hostname>-<pid>"})
-    """Lock owner id (the Deployment sets the pod name)."""
+    """A slot whose holder stopped heart-beating this long is taken over. The holder itself gives the lease up (and suspends the run) when its heartbeats have failed for this minus two heartbeats (at most half of it), so it stops before another pod can take over."""
+    pod_id: str | None = Field(default=None, json_schema_extra={"doc_default": "<POD_NAME, else persisted>"})
+    """Owner id of this pod's lock slots and runs. Unset: `POD_NAME`, else an id persisted under `DATA_ROOT/.orchestrator/pod-ids/` (an OS file lock keeps two live processes apart). Stable across restarts, so a restarted service frees its own slots and adopts its runs at once."""
+    pod_name: str | None = None
+    """The Kubernetes pod name (the Deployment sets it from the downward API): the pod id when `POD_ID` is unset. A restarted container keeps it."""
     recovery_interval_seconds: float = 30.0
     """How often a pod looks for runs orphaned by a dead pod and adopts them."""
     shutdown_grace_seconds: float = 20.0
-    """On SIGTERM, running nodes get this long to finish; then the run is suspended and continued from its last checkpoint by another pod, or this one after its restart."""
+    """On SIGTERM, running nodes get this long to finish; then the run is suspended (its agent Job left running) and continued from its last checkpoint by another pod, or this one after its restart, which re-attaches to the Job."""
 
     context_ttl_days: int = 30
     """Lifetime of context-store entries."""

@@ -42,9 +42,12 @@ from app.persistence.outage import MongoOutage
 from app.persistence.outbox import OutboxStore
 from app.persistence.redacting_serde import RedactingSerializer
 from app.persistence.runs import RunStore
+from app.runs.admission import Admission
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver
 from app.runs.manager import RunManager
+from app.runs.recovery import RecoveryService
+from app.runtime.pod_identity import claim_pod_identity
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +71,9 @@ class Services:
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = getattr(app.state, "settings", None) or Settings()
     async with AsyncExitStack() as stack:
+        identity = claim_pod_identity(settings)  # before anything acts as this pod
+        stack.callback(identity.release)
+        settings = settings.model_copy(update={"pod_id": identity.pod_id})
         redact = Redactor.for_settings(settings)
         timeouts = MongoTimeouts(connect_seconds=settings.mongodb_timeout_seconds,
                                  socket_seconds=settings.mongodb_socket_timeout_seconds)
@@ -75,7 +81,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stack.push_async_callback(mongo.close)
         db = mongo[settings.mongodb_database]
         lock = OrchestrationLock(
-            db[lock_module.COLLECTION_NAME], pod_id=settings.pod_id, slots=settings.max_concurrent_orchestrations,
+            db[lock_module.COLLECTION_NAME], pod_id=identity.pod_id, slots=settings.max_concurrent_orchestrations,
             heartbeat_seconds=settings.lock_heartbeat_seconds, stale_seconds=settings.lock_stale_seconds,
         )
         context_store = ContextStore(db[context_store_module.COLLECTION_NAME], ttl_days=settings.context_ttl_days,
@@ -127,14 +133,15 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         events = EventHub(capacity=settings.stream_buffer_events, thread_bytes=settings.stream_buffer_bytes,
                           max_bytes=settings.stream_hub_bytes, event_bytes=settings.stream_event_bytes, redact=redact)
         driver = RunDriver(graph, context, kotlin, metrics, outage)
-        manager = RunManager(settings=settings, graph=graph, driver=driver, lock=lock, runs=run_store,
+        admission = Admission(lock, slots=settings.max_concurrent_orchestrations)
+        manager = RunManager(settings=settings, graph=graph, driver=driver, admission=admission, runs=run_store,
                              kotlin=kotlin, events=events, workspaces=workspaces, metrics=metrics,
                              redact=redact, outage=outage)
         metrics.active_runs.set_function(lambda: manager.active_count)
         metrics.outbox_unwritten.set_function(lambda: outbox.pending)
 
         async def refresh_lock(m: Metrics) -> None:
-            m.set_lock_slots(await lock.slots_state(), settings.pod_id)
+            m.set_lock_slots(await lock.slots_state(), identity.pod_id)
 
         metrics.on_scrape(refresh_lock)
 
@@ -146,7 +153,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         metrics.on_scrape(refresh_outbox)
         stack.push_async_callback(context_store.drain)
         stack.push_async_callback(manager.shutdown)
-        await manager.start_recovery()
+        recovery = RecoveryService(runs=run_store, admission=admission, adopter=manager,
+                                   interval_seconds=settings.recovery_interval_seconds)
+        await recovery.start()
+        stack.push_async_callback(recovery.stop)  # stopped before the manager shuts down
         llm_health = ProviderHealth(llm, http, cache_seconds=settings.llm_health_cache_seconds)
         health = HealthChecker(settings=settings, mongo=mongo, http=http, kb=kb, runs=manager, llm=llm_health)
         correction = CorrectionService(
@@ -156,8 +166,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = Services(settings=settings, runs=manager, events=events, health=health,
                                       kotlin=kotlin, metrics=metrics, context_store=context_store,
                                       chat_compressor=ChatCompressor(llm), correction=correction, redact=redact)
-        log.info("orchestrator ready (pod %s, runner %s, max %d concurrent)", settings.pod_id,
-                 settings.agent_runner, settings.max_concurrent_orchestrations)
+        log.info("orchestrator ready (pod %s from %s, runner %s, max %d concurrent)", identity.pod_id,
+                 identity.source, settings.agent_runner, settings.max_concurrent_orchestrations)
         for agent_type, runs_it in describe_agents(settings).items():
             log.info("agent %s: %s", agent_type, runs_it)
         yield

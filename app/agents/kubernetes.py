@@ -3,7 +3,9 @@
 Completion is decided from the Job's status (a watch wakes the runner, polling backs it up),
 never from the log stream; logs are streamed to the service log and the run's events as they
 come. Job names are deterministic, so after an orchestrator restart the runner re-attaches to a
-Job that still runs. Cancel and timeout delete the Job with Background propagation.
+Job that still runs. Cancel and timeout delete the Job with Background propagation, except when
+the run is being suspended (shutdown, lost lease: `app.agents.control`): then the Job is left
+running for the pod that adopts the run, which re-attaches to it by its name.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
+from app.agents.control import should_detach
 from app.agents.job_spec import APP_LABEL, build_job, job_name, label_value, step_label
 from app.agents.k8s_client import (
     KubernetesApi, fatal_pod_problem, job_failure_reason, job_finished, pod_started,
@@ -120,10 +123,13 @@ class KubernetesJobRunner:
                 await self._api.delete_job(name)
             with contextlib.suppress(TimeoutError, Exception):
                 await asyncio.wait_for(asyncio.shield(logs), 5)  # the last lines
-        except BaseException:  # cancelled: the agent must not outlive its run
+        except BaseException:  # cancelled: the agent must not outlive its run, unless it is suspended
             stop.set()
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._api.delete_job(name))
+            if should_detach():
+                log.info("leaving Job %s running: the run is suspended and its next pod re-attaches", name)
+            else:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self._api.delete_job(name))
             raise
         finally:
             stop.set()

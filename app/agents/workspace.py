@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.agents import confinement
+from app.agents.control import should_detach
 from app.agents.snapshots import SnapshotError, WorkspaceSnapshots
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,11 @@ class WorkspaceManager:
             raise ResultFileError(f"invalid .jervis/result.json: {exc}") from exc
 
     def cleanup(self, workspace: Path) -> None:
-        """Remove exactly what this step added for the agent; the agent's work stays."""
+        """Remove exactly what this step added for the agent; the agent's work stays. Nothing
+        while the run is being suspended (`app.agents.control`): its agent may still be working
+        from these files, for the pod that adopts the run."""
+        if should_detach():
+            return
         manifest_path = workspace / JERVIS_DIR / MANIFEST_FILE
         try:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))

@@ -34,7 +34,8 @@ class Metrics:
         self.orchestrations = Counter(
             "jervis_orchestrations", "Orchestration segments ended, by outcome "
             "(done, error, cancelled, interrupted = waiting for the user, suspended = handed over on shutdown "
-            "or after a MongoDB outage longer than its wait).",
+            "or a lost lease, or after a MongoDB outage longer than its wait; fenced = ended after another pod "
+            "took the run over: not recorded or pushed).",
             ["outcome"], registry=r)
         self.rejections = Counter(
             "jervis_orchestration_rejections", "Requests refused with HTTP 429: every slot was busy.", registry=r)

@@ -10,6 +10,13 @@ Slot ids are ``orchestration_slot_<i>`` for every i, also when N=1 (the spec's s
 ``orchestration_slot`` document is not used): uniform ids keep one code path, and a changed N
 only adds or ignores documents. Times are epoch floats from ``clock`` (pods' clocks must agree
 to well within ``stale_seconds``), which also keeps them exact on nx-27017.
+
+Fencing: every acquire increments the slot's ``fence`` counter, and the lease carries the pair
+as its ``token``. The run manager stores the token on the run record when it takes a run and
+makes its outcome write conditional on it, so a pod whose slot was taken over cannot overwrite
+the new owner's run. A pod also gives up a lease by itself when no heartbeat succeeded for
+``stale_seconds`` minus a margin (two heartbeats, at most half the stale time): it stops before
+another pod may take the slot over, even when MongoDB is unreachable and it cannot be told.
 """
 
 from __future__ import annotations
@@ -39,11 +46,20 @@ def slot_id(index: int) -> str:
     return f"{SLOT_PREFIX}{index}"
 
 
+def lost_after(heartbeat_seconds: float, stale_seconds: float) -> float:
+    """How long a lease survives without a successful heartbeat: the stale time minus a margin of
+    two heartbeats (at most half the stale time) for clock skew and the last write's latency."""
+    return stale_seconds - min(2 * heartbeat_seconds, stale_seconds / 2)
+
+
 class LockLease:
-    """A held slot. Heartbeats until released; ``lost`` is set if another pod took the slot over.
+    """A held slot. Heartbeats until released; ``lost`` is set when another pod took the slot
+    over, or when heartbeats keep failing past ``lost_after_seconds`` after the last success
+    (counted locally, so a pod cut off from MongoDB notices too; the last attempt may end one
+    heartbeat later).
 
     Work running under a lease should watch ``lost`` and stop: after a takeover two pods would
-    otherwise run orchestrations on a one-slot GPU.
+    otherwise run orchestrations on a one-slot GPU. ``token`` fences its writes (module doc).
     """
 
     def __init__(
@@ -55,40 +71,75 @@ class LockLease:
         pod_id: str,
         heartbeat_seconds: float,
         clock: Callable[[], float],
+        fence: int = 0,
+        lost_after_seconds: float | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.slot_id = slot_id
         self.thread_id = thread_id
         self.pod_id = pod_id
+        self.fence = fence
         self.lost = asyncio.Event()
         self._collection = collection
         self._heartbeat_seconds = heartbeat_seconds
         self._clock = clock
+        self._monotonic = monotonic
+        self._lost_after = lost_after_seconds
+        self._deadline = monotonic() + lost_after_seconds if lost_after_seconds is not None else None
         self._released = False
         self._heartbeat = asyncio.create_task(
             self._heartbeat_loop(), name=f"lock-heartbeat:{slot_id}:{thread_id}"
         )
 
     @property
+    def token(self) -> str:
+        """The fencing token: unique per acquire (the slot and its acquire counter)."""
+        return f"{self.slot_id}#{self.fence}"
+
+    def holds(self) -> bool:
+        """Whether this pod may still act under the lease when it cannot ask MongoDB: not lost,
+        and no heartbeat failed past the deadline (checked here too, in case the heartbeat task lags)."""
+        if self.lost.is_set():
+            return False
+        return self._deadline is None or self._monotonic() < self._deadline
+
+    @property
     def _owner_filter(self) -> Document:
-        return {"_id": self.slot_id, "locked_by": self.pod_id, "thread_id": self.thread_id}
+        owner = {"_id": self.slot_id, "locked_by": self.pod_id, "thread_id": self.thread_id}
+        return owner | {"fence": self.fence} if self.fence else owner
+
+    def _lose(self, why: str) -> None:
+        logger.error("lock slot %s for thread %s: %s; lease lost", self.slot_id, self.thread_id, why)
+        self.lost.set()
 
     async def _heartbeat_loop(self) -> None:
         while True:
-            await asyncio.sleep(self._heartbeat_seconds)
+            await asyncio.sleep(max(0.0, min(self._heartbeat_seconds, self._remaining())))
+            sent = self._monotonic()
+            # A write may take until the deadline, or one heartbeat once that has passed: a late
+            # heartbeat that still matches proves the slot is ours (a take-over changes its
+            # owner and fence), so a pod whose loop was merely slow keeps its lease.
+            limit = None if self._deadline is None else max(self._remaining(), self._heartbeat_seconds)
             try:
-                result = await self._collection.update_one(
-                    self._owner_filter, {"$set": {"locked_at": self._clock()}}
-                )
-            except PyMongoError:
-                # A blip is survivable: the slot only goes stale after stale_seconds.
+                async with asyncio.timeout(limit):
+                    result = await self._collection.update_one(
+                        self._owner_filter, {"$set": {"locked_at": self._clock()}}
+                    )
+            except (PyMongoError, TimeoutError):
+                if self._remaining() <= 0:
+                    self._lose(f"no successful heartbeat for {self._lost_after:g} s")
+                    return
+                # A blip is survivable: the deadline decides when it is not.
                 logger.warning("lock heartbeat for %s failed; retrying", self.slot_id, exc_info=True)
                 continue
             if result.matched_count == 0:
-                logger.error(
-                    "lock slot %s for thread %s was taken over; lease lost", self.slot_id, self.thread_id
-                )
-                self.lost.set()
+                self._lose("taken over by another pod")
                 return
+            if self._lost_after is not None:
+                self._deadline = sent + self._lost_after
+
+    def _remaining(self) -> float:
+        return float("inf") if self._deadline is None else self._deadline - self._monotonic()
 
     async def release(self) -> None:
         """Stop the heartbeat and free the slot if it is still ours. Idempotent, never raises
@@ -133,6 +184,7 @@ class OrchestrationLock:
         heartbeat_seconds: float = 10.0,
         stale_seconds: float = 300.0,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if slots < 1:
             raise ValueError("slots must be >= 1")
@@ -144,6 +196,7 @@ class OrchestrationLock:
         self._heartbeat_seconds = heartbeat_seconds
         self._stale_seconds = stale_seconds
         self._clock = clock
+        self._monotonic = monotonic
         self._ready = False
 
     async def setup(self) -> None:
@@ -160,6 +213,7 @@ class OrchestrationLock:
 
     async def acquire(self, thread_id: str) -> LockLease | None:
         """Take a free or stale slot for ``thread_id`` in one round trip; None when all are busy.
+        The slot's fence counter goes up by one, so the lease's token is new.
 
         Does not check whether ``thread_id`` already holds a slot (that would cost a second round
         trip); callers that may see duplicate requests check :meth:`holder` first.
@@ -167,12 +221,13 @@ class OrchestrationLock:
         if not self._ready:
             await self.setup()
         now = self._clock()
+        started = self._monotonic()
         previous = await self._collection.find_one_and_update(
             {
                 "_id": {"$in": self.slot_ids},
                 "$or": [{"locked_by": None}, {"locked_at": {"$lt": now - self._stale_seconds}}],
             },
-            {"$set": {"locked_by": self.pod_id, "thread_id": thread_id, "locked_at": now}},
+            {"$set": {"locked_by": self.pod_id, "thread_id": thread_id, "locked_at": now}, "$inc": {"fence": 1}},
             sort=[("_id", 1)],
             return_document=ReturnDocument.BEFORE,
         )
@@ -194,6 +249,9 @@ class OrchestrationLock:
             pod_id=self.pod_id,
             heartbeat_seconds=self._heartbeat_seconds,
             clock=self._clock,
+            fence=int(previous.get("fence") or 0) + 1,  # $inc is atomic with the take-over
+            lost_after_seconds=lost_after(self._heartbeat_seconds, self._stale_seconds) - (self._monotonic() - started),
+            monotonic=self._monotonic,
         )
 
     async def holder(self, thread_id: str) -> Document | None:

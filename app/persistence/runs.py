@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import DuplicateKeyError
 
 COLLECTION_NAME = "orchestrator_runs"
 
@@ -37,6 +38,9 @@ class RunRecord(BaseModel):
     """Highest progress reported (100 when done)."""
     report: str | None = None
     """Full report of a failed run: what was finished, committed, skipped and left (`error` is its bounded form)."""
+    fence: str | None = None
+    """Fencing token of the lock lease under which the run's pod (`pod_id`) runs it; its outcome write is
+    conditional on it, so a pod that lost the run to another cannot overwrite it."""
     created_at: float
     updated_at: float
 
@@ -66,32 +70,47 @@ class RunStore:
             upsert=True,
         )
 
-    async def update(self, thread_id: str, **fields: Any) -> bool:
-        """Set ``fields`` (validated against RunRecord) and bump updated_at.
+    async def update(self, thread_id: str, *, if_fence: str | None = None, **fields: Any) -> bool:
+        """Set ``fields`` (validated against RunRecord) and bump updated_at; with ``if_fence``,
+        only while the run's fencing token is that one.
 
-        Returns whether the run exists. Unknown or immutable field names raise ValueError, and
-        so do invalid values (pydantic ValidationError is a ValueError).
+        Returns whether the run exists (and was still fenced by ``if_fence``). Unknown or
+        immutable field names raise ValueError, and so do invalid values (pydantic
+        ValidationError is a ValueError).
         """
         values = self._validated(fields)
-        result = await self._collection.update_one(
-            {"_id": thread_id}, {"$set": {**values, "updated_at": self._clock()}}
-        )
+        condition = {"_id": thread_id} | ({"fence": if_fence} if if_fence is not None else {})
+        result = await self._collection.update_one(condition, {"$set": {**values, "updated_at": self._clock()}})
         return result.matched_count > 0
 
     async def upsert(self, thread_id: str, *, task_id: str, client_id: str, pod_id: str | None = None,
-                     created_at: float | None = None, **fields: Any) -> None:
+                     created_at: float | None = None, if_fence: str | None = None, **fields: Any) -> bool:
         """Set ``fields`` like update(), creating the run with its identity if it is missing (its
-        create was lost to an outage): an outcome always lands, findable by thread and task."""
+        create was lost to an outage): an outcome always lands, findable by thread and task.
+
+        With ``if_fence`` the write lands only on a record still holding that fencing token (or
+        on none, created with it); a record naming another token was taken over by another pod,
+        and False says so (the insert the upsert attempts then meets the existing _id)."""
         values = self._validated(fields)
         now = self._clock()
         identity = {"task_id": task_id, "client_id": client_id, "pod_id": pod_id,
                     "created_at": now if created_at is None else created_at}
-        await self._collection.update_one(
-            {"_id": thread_id},
-            {"$set": {**values, "updated_at": now},
-             "$setOnInsert": {name: value for name, value in identity.items() if name not in values}},
-            upsert=True,
-        )
+        condition: Document = {"_id": thread_id}
+        if if_fence is not None:
+            condition["fence"] = if_fence
+            identity["fence"] = if_fence
+        try:
+            await self._collection.update_one(
+                condition,
+                {"$set": {**values, "updated_at": now},
+                 "$setOnInsert": {name: value for name, value in identity.items() if name not in values}},
+                upsert=True,
+            )
+        except DuplicateKeyError:
+            if if_fence is None:
+                raise
+            return False
+        return True
 
     async def record_progress(self, thread_id: str, *, pod_id: str, usage: dict[str, Any], percent: float) -> bool:
         """Usage and percent of a run executing on ``pod_id``, written as it goes (a crash then
@@ -113,12 +132,12 @@ class RunStore:
         )
         return doc is not None
 
-    async def claim(self, thread_id: str, *, from_pod: str | None, to_pod: str) -> bool:
-        """Atomically move a running run from a dead pod to this one: of several pods that try
-        to recover the same run, exactly one wins."""
+    async def claim(self, thread_id: str, *, from_pod: str | None, to_pod: str, fence: str | None = None) -> bool:
+        """Atomically move a running run from a dead pod to this one, under the new owner's
+        fencing token: of several pods that try to recover the same run, exactly one wins."""
         doc = await self._collection.find_one_and_update(
             {"_id": thread_id, "status": "running", "pod_id": from_pod},
-            {"$set": {"pod_id": to_pod, "updated_at": self._clock()}},
+            {"$set": {"pod_id": to_pod, "fence": fence, "updated_at": self._clock()}},
         )
         return doc is not None
 

@@ -96,23 +96,25 @@ class RunJournal:
             writer.cancel()
             await asyncio.gather(writer, return_exceptions=True)
 
-    async def finish(self, **fields: Any) -> None:
+    async def finish(self, *, if_fence: str | None = None, **fields: Any) -> bool | None:
         """The segment's outcome, after every earlier write; upserted with the run's identity (a
-        lost creation is superseded), waiting out a MongoDB outage up to its deadline. Never
-        raises: the outcome has already gone to Kotlin, the record is the second copy."""
+        lost creation is superseded), waiting out a MongoDB outage up to its deadline; with
+        ``if_fence`` only while the record still holds that fencing token. True: written; False:
+        refused, another pod owns the run; None: MongoDB could not be asked (logged)."""
         await self.flush()
         created = self._pending_create
         self._pending_create = None
 
-        async def write() -> None:
-            await self._runs.upsert(self._thread_id, task_id=self._task_id, client_id=self._client_id,
-                                    pod_id=created.pod_id if created else self._pod_id,
-                                    created_at=created.created_at if created else None, **fields)
+        async def write() -> bool:
+            return await self._runs.upsert(self._thread_id, task_id=self._task_id, client_id=self._client_id,
+                                           pod_id=created.pod_id if created else self._pod_id,
+                                           created_at=created.created_at if created else None,
+                                           if_fence=if_fence, **fields)
 
         try:
             if self._outage is not None:
-                await self._outage.call(write, f"outcome of {self._thread_id}")
-            else:
-                await write()
+                return await self._outage.call(write, f"outcome of {self._thread_id}")
+            return await write()
         except Exception:
             log.exception("could not record the outcome of %s", self._thread_id)
+            return None

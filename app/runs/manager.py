@@ -1,9 +1,14 @@
-"""RunManager: admission, start / resume / cancel / status, and ownership of run tasks.
+"""RunManager: the start / resume / cancel / status commands and the lifecycle of run tasks.
 
-Admission is two gates: this pod's `asyncio.Semaphore` (HTTP 429 when full) and the
-cluster-wide MongoDB lock, so N pods never run more than `max_concurrent_orchestrations`.
-A run holds both only while it executes; an interrupted run waits for the user holding neither.
-Every terminal outcome is pushed to Kotlin and recorded in `orchestrator_runs` in a `finally`.
+A run executes holding an admission `Slot` (`app.runs.admission`: this pod's semaphore and a
+cluster-wide lock lease); an interrupted run waits for the user holding neither. Crash recovery
+(`app.runs.recovery`) hands orphaned runs back through `adopt`; `/status` is projected by
+`app.runs.status`. Every terminal outcome is recorded in `orchestrator_runs` and pushed to
+Kotlin, under the slot's fencing token: a pod that lost the run to another does neither.
+
+Shutdown and a lost lease suspend a run instead of ending it: its `AgentControl` says so before
+the task is cancelled, so runners leave the agent (Kubernetes Job) running for the pod that
+adopts the run, and the run stays `running` in MongoDB.
 """
 
 from __future__ import annotations
@@ -14,12 +19,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
+from app.agents.control import AgentControl, use_control
 from app.agents.workspace import WorkspaceError, WorkspaceManager
 from app.clients.kotlin import KotlinClient
 from app.config import Settings
@@ -32,29 +37,23 @@ from app.llm.provider import LlmError
 from app.llm.scope import LlmScope, current_scope, scope_for, use_scope
 from app.observability.logs import run_context
 from app.observability.metrics import Metrics
-from app.persistence.lock import LockLease, OrchestrationLock
 from app.persistence.outage import MongoOutage, MongoUnavailableError
 from app.persistence.runs import RunRecord, RunStore
-from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
+from app.runs.admission import Admission, Slot
+from app.runs.errors import RunConflictError, RunNotFoundError
 from app.runs.events import EventHub, EventLog
 from app.runs.ids import new_thread_id, task_id_of
 from app.runs.journal import RunJournal
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome, RunProgress
+from app.runs.status import record_of, run_summary, status_map
 from app.schemas.domain import CodingTask
-from app.schemas.kotlin import (
-    ApprovalResponse,
-    OrchestrateRequest,
-    ProgressPush,
-    StatusPush,
-    status_reply,
-)
-from app.schemas.runs import RunList, RunSummary
+from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest, ProgressPush, StatusPush
+from app.schemas.runs import RunList
 
 log = logging.getLogger(__name__)
 
 CANCELLED_MESSAGE = "Orchestrace zrušena uživatelem"
 RESTARTED_MESSAGE = "Orchestrace přerušena restartem služby — spusťte úlohu znovu"
-BUSY_MESSAGE = "Orchestrator busy – another orchestration is running"
 CLOUD_REJECTED_MESSAGE = "Lokální model selhal a použití cloudového modelu bylo zamítnuto"
 #: How long a cancel or crash report may wait for the checkpoint before the error goes out without it.
 REPORT_READ_SECONDS = 5.0
@@ -72,42 +71,10 @@ class ActiveRun:
     scope: LlmScope | None = None
     started_at: float = field(default_factory=time.monotonic)
     progress: RunProgress = field(default_factory=RunProgress)
+    control: AgentControl = field(default_factory=AgentControl)
+    """Read by the runners when the task is cancelled: stop the agent, or leave it for adoption."""
     journal: RunJournal | None = None
     """Writes the run record as the segment goes (creation, usage at node ends, outcome)."""
-
-
-def _usage_fields(usage: dict[str, Any]) -> dict[str, Any]:
-    """LLM totals for /status (strings there, like every value)."""
-    if not usage:
-        return {}
-    return {"llm_tokens": usage.get("tokens", 0), "llm_cost_usd": f"{float(usage.get('cost_usd', 0.0)):.6f}",
-            "llm_seconds": usage.get("seconds", 0)}
-
-
-def _record_of(run: ActiveRun) -> RunRecord:
-    """The record a just-ended run is about to store (/status must not wait for the write)."""
-    outcome = run.outcome
-    assert outcome is not None
-    return RunRecord(
-        thread_id=run.identity.thread_id, task_id=run.identity.task_id, client_id=run.identity.client_id,
-        status=outcome.status, summary=outcome.summary, error=outcome.error,
-        interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
-        branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage, percent=outcome.percent,
-        report=outcome.report, created_at=0.0, updated_at=0.0,
-    )
-
-
-def _summary(record: RunRecord) -> RunSummary:
-    """A run for `GET /runs`: typed values (unlike /status), ISO-8601 times, null for no text."""
-    return RunSummary(
-        thread_id=record.thread_id, task_id=record.task_id, client_id=record.client_id, status=record.status,
-        percent=record.percent, branch=record.branch or None, summary=record.summary or None,
-        error=record.error or None, created_at=_iso(record.created_at), updated_at=_iso(record.updated_at),
-    )
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
 def initial_state(request: OrchestrateRequest, thread_id: str, limits: BudgetLimits | None = None) -> dict[str, Any]:
@@ -136,7 +103,7 @@ class RunManager:
         settings: Settings,
         graph: Pregel,
         driver: RunDriver,
-        lock: OrchestrationLock,
+        admission: Admission,
         runs: RunStore,
         kotlin: KotlinClient,
         events: EventHub,
@@ -148,7 +115,7 @@ class RunManager:
         self._settings = settings
         self._graph = graph
         self._driver = driver
-        self._lock = lock
+        self._admission = admission
         self._runs = runs
         self._kotlin = kotlin
         self._events = events
@@ -156,54 +123,35 @@ class RunManager:
         self._metrics = metrics
         self._redact = redact
         self._outage = outage
-        self._slots = asyncio.Semaphore(settings.max_concurrent_orchestrations)
         self._active: dict[str, ActiveRun] = {}
-        self._accepting = True
-        self._recovery: asyncio.Task[None] | None = None
 
     @property
     def busy(self) -> bool:
-        return self._slots.locked()
+        return self._admission.busy
 
     @property
     def active_count(self) -> int:
         return len(self._active)
 
-    # --- admission -------------------------------------------------------------------------
-
     @property
     def accepting(self) -> bool:
         """False once shutdown began: the pod is no longer ready for work."""
-        return self._accepting
-
-    async def _admit(self, thread_id: str) -> LockLease:
-        if not self._accepting or self._slots.locked():
-            raise RunBusyError(BUSY_MESSAGE)
-        await self._slots.acquire()  # immediate: checked above, no await in between
-        try:
-            lease = await self._lock.acquire(thread_id)
-        except BaseException:
-            self._slots.release()
-            raise
-        if lease is None:
-            self._slots.release()
-            raise RunBusyError(BUSY_MESSAGE)
-        return lease
+        return self._admission.accepting
 
     # --- commands --------------------------------------------------------------------------
 
     async def start(self, request: OrchestrateRequest) -> ActiveRun:
         self._workspaces.resolve(request.workspace_path)  # WorkspaceError → 422 before admission
         thread_id = new_thread_id(request.task_id)
-        lease = await self._admit(thread_id)
+        slot = await self._admission.admit(thread_id)
         run = ActiveRun(RunIdentity(thread_id, request.task_id, request.client_id))
         record = RunRecord(thread_id=thread_id, task_id=request.task_id, client_id=request.client_id,
-                           status="running", pod_id=self._settings.pod_id,
+                           status="running", pod_id=self._admission.pod_id, fence=slot.token,
                            created_at=time.time(), updated_at=time.time())
         limits = BudgetLimits(max_tokens=self._settings.budget_max_tokens,
                               max_cost_usd=self._settings.budget_max_cost_usd,
                               max_seconds=self._settings.budget_max_seconds)
-        self._spawn(run, lease, initial_state(request, thread_id, limits), record=record)
+        self._spawn(run, slot, initial_state(request, thread_id, limits), record=record)
         return run
 
     async def resume(self, thread_id: str, approval: ApprovalResponse) -> ActiveRun | None:
@@ -219,20 +167,23 @@ class RunManager:
         if action == "cloud_model" and not is_approved(resume_value):
             await self._end_waiting(thread_id, CLOUD_REJECTED_MESSAGE)
             return None
-        lease = await self._admit(thread_id)
+        slot = await self._admission.admit(thread_id)
         # The run record is the arbiter: only one resume (on any pod) gets past this.
         fields: dict[str, Any] = {"cloud_approved": True} if action == "cloud_model" else {}
-        claimed = await self._runs.transition(thread_id, from_status="interrupted", status="running",
-                                              pod_id=self._settings.pod_id, interrupt_action=None,
-                                              interrupt_description=None, **fields)
+        try:
+            claimed = await self._runs.transition(thread_id, from_status="interrupted", status="running",
+                                                  pod_id=self._admission.pod_id, fence=slot.token,
+                                                  interrupt_action=None, interrupt_description=None, **fields)
+        except BaseException:
+            await slot.release()
+            raise
         if not claimed:
-            await lease.release()
-            self._slots.release()
+            await slot.release()
             raise RunConflictError(f"{thread_id} is not waiting for approval (resumed, cancelled or ended)")
         task = snapshot.values.get("task") or {}
         run = ActiveRun(RunIdentity(thread_id, task.get("id") or task_id_of(thread_id) or thread_id,
                                     task.get("client_id") or ""))
-        self._spawn(run, lease, Command(resume=resume_value), known=snapshot.values)
+        self._spawn(run, slot, Command(resume=resume_value), known=snapshot.values)
         return run
 
     async def cancel(self, thread_id: str) -> None:
@@ -264,28 +215,13 @@ class RunManager:
         return await asyncio.shield(run.task)
 
     async def status(self, thread_id: str) -> dict[str, str]:
-        """String-only status (Kotlin decodes `Map<String, String>`)."""
+        """String-only status (Kotlin decodes `Map<String, String>`), see `app.runs.status`."""
         run = self._active.get(thread_id)
-        if run is not None and run.outcome is None:
-            return status_reply(thread_id, "running", percent=f"{run.progress.percent:g}")
-        record = _record_of(run) if run is not None else await self._runs.get(thread_id)
-        if record is None:
-            return status_reply(thread_id, "unknown")
-        usage = _usage_fields(record.usage)
-        match record.status:
-            case "running":
-                # Either it runs on some pod, or its pod died and recovery adopts it shortly.
-                return status_reply(thread_id, "running", percent=f"{record.percent:g}")
-            case "interrupted":
-                return status_reply(thread_id, "interrupted", interrupt_action=record.interrupt_action or "unknown",
-                                    interrupt_description=record.interrupt_description or "",
-                                    percent=f"{record.percent:g}", **usage)
-            case "done":
-                return status_reply(thread_id, "done", summary=record.summary or "", branch=record.branch or "",
-                                    artifacts=record.artifacts, percent="100", **usage)
-            case _:
-                return status_reply(thread_id, "error", error=record.error or "unknown error", report=record.report,
-                                    branch=record.branch, percent=f"{record.percent:g}", **usage)
+        if run is None:
+            return status_map(thread_id, await self._runs.get(thread_id))
+        if run.outcome is None:
+            return status_map(thread_id, None, live_percent=run.progress.percent)
+        return status_map(thread_id, record_of(run.identity, run.outcome))
 
     async def recent(self, limit: int) -> RunList:
         """The latest runs, newest first (`GET /runs`). A run executing here shows its live
@@ -295,63 +231,34 @@ class RunManager:
             run = self._active.get(record.thread_id)
             if run is not None and run.outcome is None:
                 record = record.model_copy(update={"percent": max(record.percent, run.progress.percent)})
-            elif run is not None:
-                record = _record_of(run).model_copy(update={"created_at": record.created_at,
-                                                            "updated_at": record.updated_at})
-            summaries.append(_summary(record))
+            elif run is not None and run.outcome is not None:
+                record = record_of(run.identity, run.outcome).model_copy(
+                    update={"created_at": record.created_at, "updated_at": record.updated_at})
+            summaries.append(run_summary(record))
         return RunList(runs=summaries)
 
-    # --- crash recovery ----------------------------------------------------------------------
+    # --- adoption (called by app.runs.recovery) -------------------------------------------------
 
-    async def start_recovery(self) -> None:
-        """Free slots an earlier life of this pod left behind, then keep adopting orphaned runs."""
-        await self._lock.release_pod()
-        self._recovery = asyncio.create_task(self._recover_forever(), name="run-recovery")
+    def runs_here(self, thread_id: str) -> bool:
+        return thread_id in self._active
 
-    async def _recover_forever(self) -> None:
-        while self._accepting:
-            try:
-                await self.recover_orphans()
-            except Exception:
-                log.exception("run recovery failed; trying again later")
-            await asyncio.sleep(self._settings.recovery_interval_seconds)
-
-    async def recover_orphans(self) -> list[str]:
-        """Continue runs left `running` by a pod that is gone, from their last checkpoint.
-
-        A run is an orphan when no live lock slot holds it (its pod died or shut down) or when
-        it belongs to this pod but does not run here (we restarted). Claiming is atomic, so
-        several pods never adopt the same run.
-        """
-        adopted: list[str] = []
-        me = self._settings.pod_id
-        for record in await self._runs.list_by_status("running"):
-            thread_id = record.thread_id
-            if thread_id in self._active or (record.pod_id != me and await self._lock.holder(thread_id)):
-                continue
-            try:
-                lease = await self._admit(thread_id)
-            except RunBusyError:
-                break  # no free slot now; the next round tries again
-            if not await self._runs.claim(thread_id, from_pod=record.pod_id, to_pod=me):
-                await lease.release()
-                self._slots.release()
-                continue
-            snapshot = await self._graph.aget_state(self._driver.config(thread_id))
-            run = ActiveRun(RunIdentity(thread_id, record.task_id, record.client_id))
-            if not snapshot.values:  # died before its first checkpoint: nothing to continue
-                self._active[thread_id] = run
-                await self._close(run, lease, RunOutcome(status="error", error=RESTARTED_MESSAGE),
-                                  self._events.log(thread_id))
-                continue
-            log.warning("adopting orphaned run %s (was on pod %s)", thread_id, record.pod_id)
-            self._spawn(run, lease, None, known=snapshot.values)
-            adopted.append(thread_id)
-        return adopted
+    async def adopt(self, record: RunRecord, slot: Slot) -> bool:
+        """Continue a run recovery claimed for this pod from its last checkpoint; the run owns
+        `slot` from here on. False when there was nothing to continue (the run is ended instead)."""
+        thread_id = record.thread_id
+        snapshot = await self._graph.aget_state(self._driver.config(thread_id))
+        run = ActiveRun(RunIdentity(thread_id, record.task_id, record.client_id))
+        if not snapshot.values:  # died before its first checkpoint: nothing to continue
+            self._active[thread_id] = run
+            await self._close(run, slot, RunOutcome(status="error", error=RESTARTED_MESSAGE),
+                              self._events.log(thread_id))
+            return False
+        self._spawn(run, slot, None, known=snapshot.values)
+        return True
 
     # --- run tasks -------------------------------------------------------------------------
 
-    def _spawn(self, run: ActiveRun, lease: LockLease, graph_input: Any, *, record: RunRecord | None = None,
+    def _spawn(self, run: ActiveRun, slot: Slot, graph_input: Any, *, record: RunRecord | None = None,
                known: dict[str, Any] | None = None) -> None:
         thread_id = run.identity.thread_id
         self._active[thread_id] = run
@@ -359,14 +266,15 @@ class RunManager:
         events.open()
         # The task copies the context it is created in: every log line of the run names it.
         with run_context(thread_id=thread_id, task_id=run.identity.task_id):
-            run.task = asyncio.create_task(self._execute(run, lease, graph_input, record, known),
+            run.task = asyncio.create_task(self._execute(run, slot, graph_input, record, known),
                                            name=f"run:{thread_id}")
 
-    async def _execute(self, run: ActiveRun, lease: LockLease, graph_input: Any, record: RunRecord | None,
+    async def _execute(self, run: ActiveRun, slot: Slot, graph_input: Any, record: RunRecord | None,
                        known: dict[str, Any] | None) -> RunOutcome:
+        use_control(run.control)  # in this task's own context: every runner the graph awaits reads it
         identity = run.identity
         events = self._events.log(identity.thread_id)
-        watcher = asyncio.create_task(self._cancel_when_lost(run, lease))
+        watcher = asyncio.create_task(self._suspend_when_lost(run, slot))
         try:
             run.journal = self._journal(identity, record)  # a new run's record is created off the request path
             scope = await self._scope(identity, graph_input, known, events, run.progress)
@@ -379,11 +287,11 @@ class RunManager:
         except MongoUnavailableError as exc:  # the outage outlasted its wait: recovery continues the run
             log.error("suspending %s: %s", identity.thread_id, exc)
             watcher.cancel()
-            return await self._suspend(run, lease, events, OUTAGE_SUSPENDED_MESSAGE)
+            return await self._suspend(run, slot, events, OUTAGE_SUSPENDED_MESSAGE)
         except asyncio.CancelledError:
-            if not run.cancel_requested:  # shutdown or a lost lock: the run is not over
+            if not run.cancel_requested:  # shutdown or a lost lease: the run is not over
                 watcher.cancel()
-                return await self._suspend(run, lease, events)
+                return await self._suspend(run, slot, events)
             outcome = RunOutcome(status="error", percent=run.progress.percent,
                                  error=await self._failure_text(identity.thread_id, None, run.progress.values))
         except (LlmError, WorkspaceError, BudgetExceededError) as exc:  # expected: one line, no traceback
@@ -396,7 +304,7 @@ class RunManager:
                 identity.thread_id, f"{type(exc).__name__}: {exc}", run.progress.values))
         finally:
             watcher.cancel()
-        await self._close(run, lease, outcome, events)
+        await self._close(run, slot, outcome, events)
         return outcome
 
     async def _failure_text(self, thread_id: str, problem: str | None, known: dict[str, Any] | None = None) -> str:
@@ -413,7 +321,10 @@ class RunManager:
         t = texts(run_language(values, self._settings))
         return report.error_text(problem or t.cancelled, values, t)
 
-    async def _close(self, run: ActiveRun, lease: LockLease, outcome: RunOutcome, events: EventLog) -> None:
+    async def _close(self, run: ActiveRun, slot: Slot, outcome: RunOutcome, events: EventLog) -> None:
+        """Record the outcome, free the slot, tell Kotlin and the stream; all of it only while
+        this pod still owns the run (fencing): the record write is conditional on the slot's
+        token, and a pod whose slot was taken over writes, pushes and publishes nothing."""
         if run.scope is not None and run.scope.budget is not None:
             outcome.usage = run.scope.budget.snapshot()
         # What leaves the service (Kotlin, the run record, SSE) may quote a provider error or an
@@ -423,34 +334,37 @@ class RunManager:
             if text:
                 setattr(outcome, name, self._redact(text))
         run.outcome = outcome
-        self._metrics.orchestration_ended("cancelled" if run.cancel_requested else outcome.status)
         try:
-            # Free the slots before telling Kotlin: it dispatches the next task as soon as it
-            # hears "done", and must not meet a 429 from a run that has already ended.
-            await lease.release()
+            if not slot.lease.lost.is_set() and await self._record_outcome(run, outcome, slot):
+                self._metrics.orchestration_ended("cancelled" if run.cancel_requested else outcome.status)
+                # Free the slots before telling Kotlin: it dispatches the next task as soon as it
+                # hears "done", and must not meet a 429 from a run that has already ended.
+                await slot.release()
+                await self._announce(run.identity, outcome, events)
+            else:
+                log.error("run %s: this pod lost its lease (taken over, or no heartbeat within the deadline); "
+                          "its %s outcome is left unrecorded and unannounced for the run's next owner",
+                          run.identity.thread_id, outcome.status)
+                self._metrics.orchestration_ended("fenced")
         finally:
-            self._slots.release()
-            await self._announce(run.identity, outcome, events)
+            await slot.release()
             events.close()
-            try:
-                await self._record_outcome(run, outcome)
-            finally:
-                self._active.pop(run.identity.thread_id, None)
+            self._active.pop(run.identity.thread_id, None)
 
-    async def _suspend(self, run: ActiveRun, lease: LockLease, events: EventLog,
+    async def _suspend(self, run: ActiveRun, slot: Slot, events: EventLog,
                        message: str = SUSPENDED_MESSAGE) -> RunOutcome:
-        """Leave the run `running` in MongoDB, owned by this pod, and free its slot: recovery
-        (this pod after a restart, or any other pod) continues it from its last checkpoint.
-        Kotlin hears nothing, so the task is not failed for a deployment."""
+        """Leave the run `running` in MongoDB and free its slot: recovery (this pod after a
+        restart, or any other pod) continues it from its last checkpoint, re-attaching to an
+        agent Job left running. Kotlin hears nothing, so the task is not failed for a deployment."""
         thread_id = run.identity.thread_id
-        log.warning("suspending %s: it will be resumed from its last checkpoint", thread_id)
+        log.warning("suspending %s (%s): it will be resumed from its last checkpoint", thread_id,
+                    run.control.reason or "cancelled")
         self._metrics.orchestration_ended("suspended")
         try:
             if run.journal is not None:  # the usage so far, for the segment that continues the run
                 await run.journal.flush()
-            await lease.release()
+            await slot.release()
         finally:
-            self._slots.release()
             self._active.pop(thread_id, None)
             events.publish("suspended", {"message": message})
             events.close()
@@ -488,25 +402,32 @@ class RunManager:
 
     def _journal(self, identity: RunIdentity, create: RunRecord | None = None) -> RunJournal:
         return RunJournal(self._runs, thread_id=identity.thread_id, task_id=identity.task_id,
-                          client_id=identity.client_id, pod_id=self._settings.pod_id, outage=self._outage,
+                          client_id=identity.client_id, pod_id=self._admission.pod_id, outage=self._outage,
                           create=create)
 
-    async def _cancel_when_lost(self, run: ActiveRun, lease: LockLease) -> None:
-        await lease.lost.wait()
+    async def _suspend_when_lost(self, run: ActiveRun, slot: Slot) -> None:
+        await slot.lease.lost.wait()
         self._metrics.lock_lost.inc()
-        log.error("lost the orchestration lock for %s: stopping the run", run.identity.thread_id)
+        log.error("lost the orchestration lock for %s: suspending the run; its agent is left to the pod "
+                  "that takes it over", run.identity.thread_id)
+        run.control.suspend("lease lost")
         if run.task is not None:
             run.task.cancel()
 
-    async def _record_outcome(self, run: ActiveRun, outcome: RunOutcome) -> None:
-        """After the run's earlier record writes; upserted, waiting out a MongoDB outage."""
+    async def _record_outcome(self, run: ActiveRun, outcome: RunOutcome, slot: Slot) -> bool:
+        """Store the outcome under the slot's fencing token, after the run's earlier record writes
+        (upserted, waiting out a MongoDB outage); whether this pod still owns the run. A write
+        that lands proves it; one refused because the record names another token disproves it
+        (the run was taken over). When MongoDB cannot be asked, the lease decides: owned unless
+        its heartbeats have failed past their deadline."""
         journal = run.journal or self._journal(run.identity)
-        await journal.finish(
-            status=outcome.status, summary=outcome.summary, error=outcome.error,
+        written = await journal.finish(
+            if_fence=slot.token, status=outcome.status, summary=outcome.summary, error=outcome.error,
             interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
             branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage, percent=outcome.percent,
             report=outcome.report,
         )
+        return slot.holds() if written is None else written
 
     async def _announce(self, identity: RunIdentity, outcome: RunOutcome, events: EventLog) -> None:
         await self._kotlin.push_status(StatusPush(
@@ -523,17 +444,18 @@ class RunManager:
         })
 
     async def shutdown(self, grace_seconds: float | None = None) -> None:
-        """Stop taking work; give running nodes time to reach a checkpoint, then cancel."""
-        self._accepting = False
-        if self._recovery is not None:
-            self._recovery.cancel()
-            await asyncio.gather(self._recovery, return_exceptions=True)
-        tasks = [run.task for run in self._active.values() if run.task is not None]
-        if not tasks:
+        """Stop taking work; give running nodes time to reach a checkpoint, then suspend what is
+        left: each run's agent is told to stay (`AgentControl`) before its task is cancelled, so
+        the pod that adopts the run re-attaches to it."""
+        self._admission.stop_accepting()
+        runs = [run for run in self._active.values() if run.task is not None]
+        if not runs:
             return
         grace = self._settings.shutdown_grace_seconds if grace_seconds is None else grace_seconds
-        _, pending = await asyncio.wait(tasks, timeout=grace)
-        for task in pending:
-            task.cancel()
+        _, pending = await asyncio.wait([run.task for run in runs if run.task is not None], timeout=grace)
+        for run in runs:
+            if run.task is not None and run.task in pending:
+                run.control.suspend("shutdown")
+                run.task.cancel()
         with contextlib.suppress(Exception):
             await asyncio.gather(*pending, return_exceptions=True)

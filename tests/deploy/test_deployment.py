@@ -120,9 +120,10 @@ def test_graceful_shutdown_fits_the_grace_period(pod: Doc, config: dict[str, str
     assert grace > Settings.model_fields["shutdown_grace_seconds"].default
 
 
-def test_pod_id_is_the_pod_name(container: Doc) -> None:
-    [pod_id] = [e for e in container["env"] if e["name"] == "POD_ID"]
-    assert pod_id["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+def test_pod_identity_is_the_pod_name(container: Doc, config: dict[str, str]) -> None:
+    [pod_name] = [e for e in container["env"] if e["name"] == "POD_NAME"]
+    assert pod_name["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert "POD_ID" not in config and not [e for e in container["env"] if e["name"] == "POD_ID"]
 
 
 def test_configuration_comes_from_the_config_map_and_the_optional_secret(container: Doc) -> None:

@@ -139,25 +139,30 @@ def wait_for_usage(mongo_url: str, service: ServiceProcess, thread_id: str) -> d
         return wait_until(usage, what=f"usage on the record of {thread_id}")
 
 
-def test_crashed_pod_restarting_with_its_id_continues_from_the_checkpoint(service_factory, llm, kotlin,
+def test_crashed_pod_restarting_with_its_default_identity_adopts_at_once(service_factory, llm, kotlin,
                                                                           mongo_server) -> None:
     llm.script(*slow_then_fast_respond("Po restartu"))
-    pod = service_factory(pod_id="orchestrator-0").start()
+    pod = service_factory().start()  # no POD_ID: the id persisted under DATA_ROOT
     body = orchestrate_body()
     with pod.client() as client:
+        pod_id = client.get("/health").json()["pod_id"]
         thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
     wait_for_slow_respond(llm)
     before = wait_for_usage(mongo_server.url, pod, thread_id)  # written when intake ended
     pod.kill()
 
-    restarted = service_factory(env=pod.env).start()  # same POD_ID, its old slot is still "fresh"
+    restarted = service_factory(env=pod.env).start()  # its old slot still looks alive for 300 s
     done = kotlin.wait_for_status(thread_id=thread_id, status="done")
 
     assert done["summary"] == "Po restartu"
     assert nodes_of(kotlin, body["task_id"]) == ["intake", "evidence_pack", "respond", "respond", "finalize"]
     with restarted.client() as client:
+        assert client.get("/health").json()["pod_id"] == pod_id
         status = client.get(f"/status/{thread_id}").json()
-    assert status["status"] == "done"
+        assert status["status"] == "done"
+        accepted = client.post("/orchestrate/stream", json=orchestrate_body())  # the dead life's slot is free
+        assert accepted.status_code == 200
+    assert kotlin.wait_for_status(thread_id=accepted.json()["thread_id"], status="done")["summary"] == "Po restartu"
     assert not [s for s in kotlin.statuses if s["threadId"] == thread_id and s["status"] == "error"]
     # the killed segment's usage is counted with the segment that finished the run
     usage = wait_for_usage(mongo_server.url, restarted, thread_id)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from app.persistence.lock import COLLECTION_NAME, LockLease, OrchestrationLock
+from app.persistence.embedded_mongo import EmbeddedMongo
+from app.persistence.lock import COLLECTION_NAME, LockLease, OrchestrationLock, lost_after
+from app.persistence.mongo import create_client
 from tests.support import FakeClock
 
 Db = AsyncDatabase[dict[str, Any]]
@@ -214,3 +217,65 @@ async def test_release_pod_frees_only_the_slots_of_that_pod(mongo_db: Db) -> Non
     assert await other.holder("thread-b") is not None
     assert await mine.holder("thread-a") is None
     assert await mine.acquire("thread-c") is not None
+
+
+async def test_every_acquire_of_a_slot_gets_a_new_fencing_token(mongo_db: Db) -> None:
+    lock = make_lock(mongo_db, "pod-a", slots=2)
+    first, second = await lock.acquire("t1"), await lock.acquire("t2")
+    assert first is not None and second is not None
+    assert (first.fence, second.fence) == (1, 1) and first.token != second.token  # a token names its slot
+    await first.release()
+    again = await lock.acquire("t3")
+    assert again is not None and again.slot_id == first.slot_id
+    assert again.fence == 2 and again.token not in (first.token, second.token)
+    assert (await slot_doc(mongo_db, again.slot_id))["fence"] == 2
+    await second.release()
+    await again.release()
+
+
+async def test_a_take_over_fences_the_old_lease_whose_release_then_frees_nothing(mongo_db: Db) -> None:
+    hung = make_lock(mongo_db, "pod-a", clock=FakeClock(1000.0), stale_seconds=300)
+    old = await hung.acquire("thread-1")
+    assert old is not None
+    # The same pod id and thread after a restart: only the fence tells the two leases apart.
+    new = await make_lock(mongo_db, "pod-a", clock=FakeClock(1000.0 + 301), stale_seconds=300).acquire("thread-1")
+    assert new is not None and new.fence == old.fence + 1
+
+    await old.release()
+
+    doc = await slot_doc(mongo_db, new.slot_id)
+    assert (doc["locked_by"], doc["thread_id"], doc["fence"]) == ("pod-a", "thread-1", new.fence)
+    await new.release()
+
+
+async def test_lease_is_lost_by_its_own_deadline_when_mongodb_stops_answering(tmp_path: Any) -> None:
+    server = EmbeddedMongo(work_dir=tmp_path)  # its own server: this test stops it
+    server.start()
+    client = create_client(server.url)
+    try:
+        lock = OrchestrationLock(client["locks"][COLLECTION_NAME], pod_id="pod-a", slots=1,
+                                 heartbeat_seconds=0.2, stale_seconds=2.0)
+        lease = await lock.acquire("thread-1")
+        assert lease is not None
+        await asyncio.sleep(0.5)  # heartbeats succeed: the deadline moves on
+        assert lease.holds() and not lease.lost.is_set()
+
+        server.stop()
+        stopped = time.monotonic()
+        await asyncio.wait_for(lease.lost.wait(), timeout=5)
+
+        # Lost by its deadline (stale minus two heartbeats after the last success, which came
+        # before the stop), so before another pod may take the slot over.
+        assert time.monotonic() - stopped < 2.0
+        assert not lease.holds()
+        await lease.release()  # no write attempted, nothing raised
+        assert heartbeat_tasks() == []
+    finally:
+        await client.close()
+        server.stop()
+
+
+def test_lease_deadline_leaves_a_margin_of_two_heartbeats_at_most_half_the_stale_time() -> None:
+    assert lost_after(10, 300) == 280
+    assert lost_after(0.5, 2) == 1.0
+    assert lost_after(10, 25) == 12.5

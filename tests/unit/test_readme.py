@@ -20,7 +20,7 @@ def test_every_setting_is_documented_with_its_default() -> None:
         assert f"| `{name.upper()}` |" in table
     assert "| `MAX_CONCURRENT_ORCHESTRATIONS` | `1` |" in table
     assert '| `AGENT_TIMEOUTS` | `{"aider":600,"openhands":1800,"claude":1800,"junie":1200}` |' in table
-    assert "| `POD_ID` | `<hostname>-<pid>` |" in table  # not this machine's name
+    assert "| `POD_ID` | `<POD_NAME, else persisted>` |" in table  # not this machine's id
 
 
 def test_the_graph_is_drawn_from_the_compiled_graph() -> None:

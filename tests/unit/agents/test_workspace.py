@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 from pathlib import Path
 
 import pytest
 
+from app.agents.control import AgentControl, use_control
 from app.agents.workspace import (
     AGENT_RUNTIME_FILES,
     KB_MCP_SERVER,
@@ -168,6 +170,24 @@ def test_cleanup_removes_the_handover_directory_and_keeps_the_work(manager: Work
     assert not (workspace / ".jervis").exists()
     assert (workspace / "app.py").read_text() == "print('work')\n"
     manager.cleanup(workspace)  # nothing left to remove: no error
+
+
+def test_cleanup_of_a_suspended_run_leaves_the_handover_to_the_agent_still_working(manager: WorkspaceManager,
+                                                                                  root: Path) -> None:
+    workspace = root / "ws"
+    prepare(manager, workspace)
+    control = AgentControl()
+
+    def cleanup_in_the_run_task() -> None:
+        use_control(control)
+        manager.cleanup(workspace)
+
+    control.suspend("shutdown")
+    contextvars.copy_context().run(cleanup_in_the_run_task)
+    assert {p.name for p in (workspace / ".jervis").iterdir()} == HANDOVER_FILES
+
+    contextvars.copy_context().run(manager.cleanup, workspace)  # another task, not suspended
+    assert not (workspace / ".jervis").exists()
 
 
 @pytest.mark.parametrize("path", [".", "./", "clients/.."])

@@ -1,0 +1,76 @@
+"""What Kotlin and people read about a run: pure projections of the run record.
+
+`/status` answers from one of two sources: a run executing in this process (its record is written
+only when a segment ends, so the live percent comes from the run) or the stored record, which is
+also what a just-ended run is about to store (`record_of`: /status must not wait for the write).
+No I/O here, so every status a run can show is a unit test away.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from app.persistence.runs import RunRecord
+from app.runs.lifecycle import RunIdentity, RunOutcome
+from app.schemas.kotlin import status_reply
+from app.schemas.runs import RunSummary
+
+
+def status_map(thread_id: str, record: RunRecord | None, *, live_percent: float | None = None) -> dict[str, str]:
+    """The `/status` body (strings only: Kotlin decodes `Map<String, String>`).
+
+    `live_percent` is given while the run executes in this process; else `record` decides, and
+    no record is `unknown`.
+    """
+    if live_percent is not None:
+        return status_reply(thread_id, "running", percent=f"{live_percent:g}")
+    if record is None:
+        return status_reply(thread_id, "unknown")
+    usage = usage_fields(record.usage)
+    match record.status:
+        case "running":
+            # Either it runs on some pod, or its pod died and recovery adopts it shortly.
+            return status_reply(thread_id, "running", percent=f"{record.percent:g}")
+        case "interrupted":
+            return status_reply(thread_id, "interrupted", interrupt_action=record.interrupt_action or "unknown",
+                                interrupt_description=record.interrupt_description or "",
+                                percent=f"{record.percent:g}", **usage)
+        case "done":
+            return status_reply(thread_id, "done", summary=record.summary or "", branch=record.branch or "",
+                                artifacts=record.artifacts, percent="100", **usage)
+        case _:
+            return status_reply(thread_id, "error", error=record.error or "unknown error", report=record.report,
+                                branch=record.branch, percent=f"{record.percent:g}", **usage)
+
+
+def usage_fields(usage: dict[str, Any]) -> dict[str, Any]:
+    """LLM totals for /status (strings there, like every value); nothing when none were used."""
+    if not usage:
+        return {}
+    return {"llm_tokens": usage.get("tokens", 0), "llm_cost_usd": f"{float(usage.get('cost_usd', 0.0)):.6f}",
+            "llm_seconds": usage.get("seconds", 0)}
+
+
+def record_of(identity: RunIdentity, outcome: RunOutcome) -> RunRecord:
+    """The record a just-ended run is about to store (times are the store's to set)."""
+    return RunRecord(
+        thread_id=identity.thread_id, task_id=identity.task_id, client_id=identity.client_id,
+        status=outcome.status, summary=outcome.summary, error=outcome.error,
+        interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
+        branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage, percent=outcome.percent,
+        report=outcome.report, created_at=0.0, updated_at=0.0,
+    )
+
+
+def run_summary(record: RunRecord) -> RunSummary:
+    """A run for `GET /runs`: typed values (unlike /status), ISO-8601 times, null for no text."""
+    return RunSummary(
+        thread_id=record.thread_id, task_id=record.task_id, client_id=record.client_id, status=record.status,
+        percent=record.percent, branch=record.branch or None, summary=record.summary or None,
+        error=record.error or None, created_at=_iso(record.created_at), updated_at=_iso(record.updated_at),
+    )
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat()
