@@ -39,7 +39,9 @@ async def test_a_step_suspended_mid_agent_resumes_by_reattaching_to_it(graph: An
 
     running = asyncio.create_task(run())
     deadline = asyncio.get_running_loop().time() + 20
-    while not (pids := agent_pids(repo)):
+    starts = tmp_path / "clients/c1/starts.txt"
+    # After the agent's own start line: earlier, a process in the workspace may be the service's git.
+    while not (starts.exists() and (pids := agent_pids(repo))):
         assert asyncio.get_running_loop().time() < deadline, "the agent never started"
         await asyncio.sleep(0.02)
     control.suspend("shutdown")
@@ -54,5 +56,5 @@ async def test_a_step_suspended_mid_agent_resumes_by_reattaching_to_it(graph: An
 
     [interrupt] = result["__interrupt__"]
     assert interrupt.value["action"] == "commit" and interrupt.value["changed_files"] == ["app/health.py"]
-    assert (tmp_path / "clients/c1/starts.txt").read_text().splitlines() == ["started"]
+    assert starts.read_text().splitlines() == ["started"]
     assert not (repo / ".jervis").exists() and agent_pids(repo) == []
