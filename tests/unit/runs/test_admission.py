@@ -10,7 +10,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
 from app.persistence.lock import COLLECTION_NAME, OrchestrationLock
-from app.persistence.mongo import create_client
+from app.persistence.mongo import MongoTimeouts, create_client
 from app.runs.admission import Admission
 from app.runs.errors import RunBusyError
 from tests.support import free_port
@@ -56,7 +56,7 @@ async def test_a_cluster_slot_held_by_another_pod_refuses_without_holding_this_p
 
 
 async def test_a_lock_error_frees_the_semaphore() -> None:
-    unreachable = create_client(f"mongodb://127.0.0.1:{free_port()}", server_selection_timeout_ms=200)
+    unreachable = create_client(f"mongodb://127.0.0.1:{free_port()}", timeouts=MongoTimeouts(connect_seconds=0.2))
     try:
         pod = Admission(OrchestrationLock(unreachable["db"][COLLECTION_NAME], pod_id="pod-a", slots=1), slots=1)
         with pytest.raises(PyMongoError):
