@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from langgraph.checkpoint.mongodb import MongoDBSaver
-from langgraph.graph import END, START, StateGraph
 from langgraph.types import Durability
 from pymongo import MongoClient
 
 from app.persistence.embedded_mongo import EmbeddedMongo
+from bench import graphs
 
 MODES: tuple[Durability, ...] = ("exit", "async", "sync")
 
@@ -43,18 +43,11 @@ class BenchState(TypedDict, total=False):
 
 
 def chain(saver: MongoDBSaver, nodes: int, work_seconds: float) -> Any:
-    graph = StateGraph(BenchState)
-    names = [f"n{i}" for i in range(nodes)]
-    for name in names:
-        async def node(state: BenchState) -> dict[str, Any]:
-            await asyncio.sleep(work_seconds)
-            return {"step": state.get("step", 0) + 1}
-        graph.add_node(name, node)
-    graph.add_edge(START, names[0])
-    for a, b in zip(names, names[1:], strict=False):
-        graph.add_edge(a, b)
-    graph.add_edge(names[-1], END)
-    return graph.compile(checkpointer=saver)
+    async def node(state: BenchState) -> dict[str, Any]:
+        await asyncio.sleep(work_seconds)
+        return {"step": state.get("step", 0) + 1}
+
+    return graphs.chain(saver, BenchState, [f"n{i}" for i in range(nodes)], lambda _name: node)
 
 
 async def per_node_overhead(mongo_url: str, mode: Durability, *, nodes: int, runs: int, work_seconds: float,

@@ -29,10 +29,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import httpx  # noqa: E402
 from langgraph.checkpoint.mongodb import MongoDBSaver  # noqa: E402
-from langgraph.graph import END, START, StateGraph  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
 
 from app.persistence.embedded_mongo import EmbeddedMongo  # noqa: E402
+from bench import graphs  # noqa: E402
 from tests.fixtures.kb_server import FakeKbServer  # noqa: E402
 from tests.fixtures.kotlin_server import FakeKotlinServer  # noqa: E402
 from tests.fixtures.llm_server import ScriptedLlmServer  # noqa: E402
@@ -50,17 +50,12 @@ class RawState(TypedDict, total=False):
 
 
 def raw_graph(saver: MongoDBSaver) -> Any:
-    graph = StateGraph(RawState)
-    names = [f"n{i}" for i in range(NODES)]
-    for name in names:
-        async def node(state: RawState, _name: str = name) -> dict[str, Any]:
-            return {"step": state.get("step", 0) + 1, "answer": _name}
-        graph.add_node(name, node)
-    graph.add_edge(START, names[0])
-    for a, b in zip(names, names[1:], strict=False):
-        graph.add_edge(a, b)
-    graph.add_edge(names[-1], END)
-    return graph.compile(checkpointer=saver)
+    def make_node(name: str) -> Any:
+        async def node(state: RawState) -> dict[str, Any]:
+            return {"step": state.get("step", 0) + 1, "answer": name}
+        return node
+
+    return graphs.chain(saver, RawState, [f"n{i}" for i in range(NODES)], make_node)
 
 
 async def bench_raw(mongo_url: str, runs: int) -> float:
