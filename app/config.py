@@ -260,8 +260,8 @@ class Settings(BaseSettings):
     """Largest body (16 MiB) of `/correction/*` (a whole meeting's transcript segments, about 150 KB per hour of speech) and `/internal/compress-chat` (a chat's unsummarised messages)."""
     max_json_depth: int = Field(default=32, ge=2)
     """Deepest nesting of objects and arrays in a request body; deeper gets 422 before validation (Kotlin's bodies nest 6 levels at most, `environment.components[].ports[]`; MongoDB refuses documents deeper than 100)."""
-    max_text_chars: int = Field(default=200_000, ge=1)
-    """Longest free text in a request (`query`, an approval's `modification` and `reason`, a correction `instruction`); longer gets 422."""
+    max_text_chars: int = Field(default=1_000_000, ge=1)
+    """Longest free text in a request (`query`, an approval's `modification` and `reason`, a correction `instruction`); longer gets 422. A query may be a whole log for the cloud model (about 250 000 tokens fit)."""
 
     api_token: SecretStr | None = None
     """When set, every endpoint requires `Authorization: Bearer <token>` (`/stream` included); only the probes `/health/live` and `/health/ready`, and a minimal `/health`, answer without it. Off by default: the Kotlin server sends no token. For deployments reachable beyond the NetworkPolicy; the terminal client sends `JERVIS_API_TOKEN`."""
