@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -109,12 +110,13 @@ def test_two_pods_share_one_orchestration_slot(service_factory, llm, kotlin) -> 
         assert kotlin.wait_for_status(thread_id=accepted.json()["thread_id"], status="done")["summary"] == "B běží"
 
 
-def slow_then_fast_respond(answer: str) -> list[Reply]:
-    """intake and evidence are instant; the first respond call hangs (the pod dies in it)."""
+def slow_then_fast_respond(answer: str, hold: threading.Event | None = None) -> list[Reply]:
+    """intake and evidence are instant; the first respond call hangs (the pod dies in it); the
+    next one answers at once, or once `hold` is set."""
     return [
         Reply(match=node_marker("intake"), content=classification(), name="intake"),
         Reply(match=node_marker("respond"), content="never", delay_before=60, times=1, name="respond-slow"),
-        Reply(match=node_marker("respond"), content=answer, name="respond"),
+        Reply(match=node_marker("respond"), content=answer, name="respond", hold=hold),
     ]
 
 
@@ -174,8 +176,10 @@ def test_crashed_pod_restarting_with_its_default_identity_adopts_at_once(service
 
 
 def test_run_of_a_dead_pod_is_adopted_by_another_pod(service_factory, llm, kotlin) -> None:
-    llm.script(*slow_then_fast_respond("Adoptováno"))
-    dead = service_factory(lock_stale_seconds=2, lock_heartbeat_seconds=0.5).start()
+    release = threading.Event()  # the adopted run cannot end before the survivor was asked about it
+    llm.script(*slow_then_fast_respond("Adoptováno", hold=release))
+    # A held call sends no token: the token heartbeat must outlast the hold.
+    dead = service_factory(lock_stale_seconds=2, lock_heartbeat_seconds=0.5, heartbeat_dead_seconds=30).start()
     body = orchestrate_body()
     with dead.client() as client:
         thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
@@ -185,6 +189,7 @@ def test_run_of_a_dead_pod_is_adopted_by_another_pod(service_factory, llm, kotli
     survivor = service_factory(env={**dead.env, "POD_ID": "survivor", "RECOVERY_INTERVAL_SECONDS": "0.5"}).start()
     with survivor.client() as client:
         assert client.get(f"/status/{thread_id}").json()["status"] == "running"  # adoption pending
+        release.set()
         done = kotlin.wait_for_status(thread_id=thread_id, status="done", timeout=30)
 
     assert done["summary"] == "Adoptováno"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -157,6 +159,20 @@ def test_delays_are_applied(llm: ScriptedLlmServer) -> None:
     lines = httpx.post(llm.url + "/api/chat", json=body).text.splitlines()
     assert time.monotonic() - started >= 0.4
     assert [json.loads(line)["message"]["content"] for line in lines] == ["ab", "cd", "ef", ""]
+
+
+def test_a_held_reply_answers_only_once_released(llm: ScriptedLlmServer) -> None:
+    """`hold` keeps the request open until the test sets the event (a run held inside a call)."""
+    release = threading.Event()
+    llm.script(Reply(None, "held", hold=release))
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": False}
+    with ThreadPoolExecutor(1) as pool:
+        reply = pool.submit(httpx.post, llm.url + "/api/chat", json=body, timeout=10)
+        llm.wait_for_requests(1)
+        time.sleep(0.2)
+        assert not reply.done()
+        release.set()
+        assert reply.result().json()["message"]["content"] == "held"
 
 
 def test_generate_and_discovery_endpoints(llm: ScriptedLlmServer) -> None:

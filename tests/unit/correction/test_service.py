@@ -87,7 +87,7 @@ async def test_chunks_are_split_further_to_fit_the_context_cap(llm: ScriptedLlmS
                                                                kb_client: KnowledgeBaseClient,
                                                                kotlin_client: KotlinClient,
                                                                kotlin: FakeKotlinServer) -> None:
-    llm.script(Reply(match=node_marker("correction"), content=echo))
+    llm.script(Reply(match=node_marker("correction"), content=echo, chunk_size=1000))  # few stream lines: CPU
     cap, budget = 4_000, 1_000  # the prompt may hold 3000 tokens ≈ 9000 characters
     service = make_service(llm, kb_client, kotlin_client, context_cap=cap, output_budget=budget)
     texts = [f"segment {n}" + " slovo" * 400 for n in range(6)]  # ~2.4k characters each

@@ -29,7 +29,8 @@ def plain(messages: list[dict]) -> list[dict[str, str]]:
 
 @pytest.fixture
 def provider(llm: ScriptedLlmServer) -> LitellmProvider:
-    return LitellmProvider(Settings(ollama_url=llm.url, local_model="test-model", heartbeat_dead_seconds=1))
+    return LitellmProvider(Settings(ollama_url=llm.url, local_model="test-model", heartbeat_dead_seconds=1,
+                                    llm_retry_base_delay=0.01))
 
 
 async def test_complete_returns_the_streamed_text(provider: LitellmProvider, llm: ScriptedLlmServer) -> None:
@@ -113,7 +114,7 @@ async def test_complete_raises_llm_error_when_server_answers_500(provider: Litel
 
 async def test_complete_raises_llm_error_when_server_is_down() -> None:
     provider = LitellmProvider(Settings(ollama_url=f"http://127.0.0.1:{free_port()}", local_model="test-model",
-                                        heartbeat_dead_seconds=5))
+                                        heartbeat_dead_seconds=5, llm_retry_base_delay=0.01))
     started = time.monotonic()
     with pytest.raises(LlmError) as raised:
         await provider.complete(MESSAGES)
