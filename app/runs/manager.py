@@ -67,7 +67,7 @@ class ActiveRun:
     task: asyncio.Task[RunOutcome] | None = None
     cancel_requested: bool = False
     outcome: RunOutcome | None = None
-    """Set when the run ended; /status answers from it until the run record is stored."""
+    """Set once the run ended, was recorded and freed its slot; /status answers from it meanwhile."""
     scope: LlmScope | None = None
     started_at: float = field(default_factory=time.monotonic)
     progress: RunProgress = field(default_factory=RunProgress)
@@ -333,13 +333,13 @@ class RunManager:
             text = getattr(outcome, name)
             if text:
                 setattr(outcome, name, self._redact(text))
-        run.outcome = outcome
         try:
             if not slot.lease.lost.is_set() and await self._record_outcome(run, outcome, slot):
                 self._metrics.orchestration_ended("cancelled" if run.cancel_requested else outcome.status)
-                # Free the slots before telling Kotlin: it dispatches the next task as soon as it
-                # hears "done", and must not meet a 429 from a run that has already ended.
+                # Free the slots before anyone hears the run ended (Kotlin's push, /status reading
+                # `run.outcome`): the next task is dispatched at once and must not meet a 429.
                 await slot.release()
+                run.outcome = outcome
                 await self._announce(run.identity, outcome, events)
             else:
                 log.error("run %s: this pod lost its lease (taken over, or no heartbeat within the deadline); "
