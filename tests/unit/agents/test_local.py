@@ -18,19 +18,9 @@ from app.agents.local import LocalRunner
 from app.agents.log_lines import MAX_LINE_CHARS, LineCutter
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
-from tests.support import SCRIPTED_AGENT, file_block, git, make_git_repo
+from tests.support import SCRIPTED_AGENT, file_block, git
 
 AGENT = SCRIPTED_AGENT
-
-
-@pytest.fixture
-def manager(tmp_path: Path) -> WorkspaceManager:
-    return WorkspaceManager(tmp_path)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_git_repo(tmp_path / "repo")
 
 
 def job(workspace: Path, timeout: float = 30) -> AgentJob:

@@ -25,18 +25,8 @@ from app.agents.local_process import RUNS_DIR, ProcessRecord, runs_dir
 from app.agents.log_lines import LogFollower
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
-from tests.support import SCRIPTED_AGENT, file_block, make_git_repo
+from tests.support import SCRIPTED_AGENT, file_block
 from tests.unit.agents.test_local import agent_pids, alive, wait_for_agent
-
-
-@pytest.fixture
-def manager(tmp_path: Path) -> WorkspaceManager:
-    return WorkspaceManager(tmp_path)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_git_repo(tmp_path / "repo")
 
 
 @pytest.fixture
