@@ -12,7 +12,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from app.persistence.embedded_mongo import EmbeddedMongo
 from app.persistence.lock import COLLECTION_NAME, LockLease, OrchestrationLock, lost_after
-from app.persistence.mongo import create_client
+from app.persistence.mongo import MongoTimeouts, create_client
 from tests.support import FakeClock
 
 Db = AsyncDatabase[dict[str, Any]]
@@ -251,7 +251,8 @@ async def test_a_take_over_fences_the_old_lease_whose_release_then_frees_nothing
 async def test_lease_is_lost_by_its_own_deadline_when_mongodb_stops_answering(tmp_path: Any) -> None:
     server = EmbeddedMongo(work_dir=tmp_path)  # its own server: this test stops it
     server.start()
-    client = create_client(server.url)
+    # A failed heartbeat returns within the connect timeout; the default 5 s would outlast the test's deadline.
+    client = create_client(server.url, timeouts=MongoTimeouts(connect_seconds=0.5))
     try:
         lock = OrchestrationLock(client["locks"][COLLECTION_NAME], pod_id="pod-a", slots=1,
                                  heartbeat_seconds=0.2, stale_seconds=2.0)
