@@ -29,6 +29,7 @@ from pymongo.errors import PyMongoError
 from app.observability.logs import run_context
 from app.observability.metrics import Metrics
 from app.persistence.outbox import OutboxItem, OutboxStore
+from app.runtime.backoff import capped_delay
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +78,7 @@ class DeliveryService:
     def backoff(self, attempts: int) -> float:
         """Delay after the `attempts`-th failed attempt: doubling from the base up to the cap, then
         between half and all of it at random, so pods and tasks do not retry in lockstep."""
-        delay = min(self._retry_max, self._retry_base * 2 ** max(0, attempts - 1))
-        return delay * (0.5 + 0.5 * self._jitter())
+        return capped_delay(attempts, self._retry_base, self._retry_max) * (0.5 + 0.5 * self._jitter())
 
     # --- lifecycle ---------------------------------------------------------------------------
 

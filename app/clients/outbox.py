@@ -21,10 +21,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pymongo.errors import ConnectionFailure
-
 from app.observability.metrics import Metrics
+from app.persistence.mongo import is_unreachable
 from app.persistence.outbox import OutboxItem, OutboxStore
+from app.runtime.backoff import capped_delay
 
 log = logging.getLogger(__name__)
 
@@ -143,18 +143,19 @@ class OutboxWriter:
                 entry = self._queue[0]
                 try:
                     stored = await self._store.add(entry.item)
-                except ConnectionFailure as exc:
+                except Exception as exc:
+                    if not is_unreachable(exc):
+                        # Not transient (e.g. a body MongoDB cannot store): retrying cannot help.
+                        log.exception("outbox write of %s failed", entry.item.key)
+                        self._remove(entry)
+                        self._give_up(entry, "MongoDB rejected it")
+                        continue
                     failures += 1
                     if not self._failing:
                         log.warning("MongoDB refused an outbox write (%s): %d push(es) kept in memory, retrying",
                                     exc, len(self._queue))
                     self._failing = True
-                    await asyncio.sleep(min(self._retry_max, self._retry_base * 2 ** (failures - 1)))
-                    continue
-                except Exception:  # not transient (e.g. a body MongoDB cannot store): retrying cannot help
-                    log.exception("outbox write of %s failed", entry.item.key)
-                    self._remove(entry)
-                    self._give_up(entry, "MongoDB rejected it")
+                    await asyncio.sleep(capped_delay(failures, self._retry_base, self._retry_max))
                     continue
                 if self._failing:
                     log.warning("outbox writes work again after %d failed attempt(s)", failures)

@@ -17,6 +17,7 @@ from typing import TypeVar
 from pymongo.errors import PyMongoError
 
 from app.persistence.mongo import is_unreachable
+from app.runtime.backoff import capped_delay
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class MongoOutage:
 
     async def wait(self, deadline: float) -> None:
         """Return once a ping answers; raise MongoUnavailableError once ``deadline`` has passed."""
-        delay = self._first_delay
+        failures = 0
         problem = "no answer yet"
         self.waiting += 1
         try:
@@ -61,8 +62,8 @@ class MongoOutage:
                 remaining = deadline - self._clock()
                 if remaining <= 0:
                     break
-                await asyncio.sleep(min(delay, remaining))
-                delay = min(delay * 2, self._max_delay)
+                failures += 1
+                await asyncio.sleep(min(capped_delay(failures, self._first_delay, self._max_delay), remaining))
             raise MongoUnavailableError(f"MongoDB unreachable for {self.wait_seconds:g} s ({problem})")
         finally:
             self.waiting -= 1
