@@ -16,13 +16,6 @@ from tests.support import git, make_git_repo
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    root = tmp_path / "data"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def outside(tmp_path: Path) -> Path:
     """Somewhere outside DATA_ROOT, with a file that must survive every test."""
     folder = tmp_path / "outside"

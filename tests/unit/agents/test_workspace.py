@@ -28,13 +28,6 @@ ENVIRONMENT = {"namespace": "env-webshop", "agentInstructions": "Use port 8080."
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    root = tmp_path / "data"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def manager(root: Path) -> WorkspaceManager:
     return WorkspaceManager(root)
 
