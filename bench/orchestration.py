@@ -2,14 +2,20 @@
 
     .venv/bin/python -m bench.orchestration [--runs 40]
 
-Measures, on one nx-27017 store with an instant scripted LLM:
-  * raw LangGraph + MongoDBSaver: wall time per node of a trivial 4-node graph;
+Measures, on one nx-27017 store with an instant scripted LLM, side by side (each round runs the raw
+graph once and the service once, so a load change on the machine hits both alike):
+  * raw LangGraph + MongoDBSaver: wall time per node of a trivial 4-node graph, checkpointed the way
+    the service checkpoints (MongoDBSaver on a sync pymongo client from `create_sync_client`, the
+    service's durability mode, the same nx-27017 process);
   * the service: wall time per node of an advice orchestration (4 nodes: intake, evidence_pack,
-    respond, finalize) from dispatch to the `done` push, over HTTP with real pushes;
+    respond, finalize, two of them calling the LLM) from dispatch to the `done` push, over HTTP
+    with real pushes; the ratio service ÷ raw includes the LLM calls;
   * first progress push: from the moment `POST /orchestrate/stream` answered to the moment the
     fake Kotlin server received the first progress push;
-  * `POST /orchestrate/stream` latency (p50 / p99).
-Targets (issue #2): service per node ≤ 2× raw, first push ≤ 50 ms, dispatch p99 ≤ 20 ms.
+  * `POST /orchestrate/stream` latency (p50 / p99);
+  * the largest checkpoint of a 10-step coding run (scripted agent, instant LLM).
+Targets (issue #13): service per node ≤ 2× raw, first push ≤ 50 ms, dispatch p99 ≤ 20 ms,
+checkpoint ≤ 64 KB.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -32,15 +39,30 @@ from langgraph.checkpoint.mongodb import MongoDBSaver  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
 
 from app.persistence.embedded_mongo import EmbeddedMongo  # noqa: E402
+from app.persistence.mongo import create_sync_client  # noqa: E402
+from app.runs.lifecycle import DURABILITY  # noqa: E402
 from bench import graphs  # noqa: E402
 from tests.fixtures.kb_server import FakeKbServer  # noqa: E402
 from tests.fixtures.kotlin_server import FakeKotlinServer  # noqa: E402
-from tests.fixtures.llm_server import ScriptedLlmServer  # noqa: E402
+from tests.fixtures.llm_server import Reply, ScriptedLlmServer  # noqa: E402
 from tests.fixtures.service import ServiceProcess, service_env  # noqa: E402
-from tests.support import advice_script, orchestrate_body  # noqa: E402
+from tests.support import (  # noqa: E402
+    advice_script,
+    classification,
+    file_block,
+    goals_json,
+    kotlin_rules,
+    make_git_repo,
+    new_task_id,
+    node_marker,
+    orchestrate_body,
+    steps_json,
+)
 
 NODES = 4
 LLM_CALLS = 2  # intake and respond
+CODING_STEPS = 10
+CHECKPOINT_LIMIT = 64 * 1024
 
 
 class RawState(TypedDict, total=False):
@@ -58,46 +80,78 @@ def raw_graph(saver: MongoDBSaver) -> Any:
     return graphs.chain(saver, RawState, [f"n{i}" for i in range(NODES)], make_node)
 
 
-async def bench_raw(mongo_url: str, runs: int) -> float:
-    client: MongoClient = MongoClient(mongo_url)
-    graph = raw_graph(MongoDBSaver(client, db_name=f"bench_raw_{uuid.uuid4().hex[:8]}"))
-    await graph.ainvoke({"query": "warm-up"}, {"configurable": {"thread_id": "warm"}})
-    started = time.perf_counter()
-    for i in range(runs):
-        await graph.ainvoke({"query": "Co umíš?"}, {"configurable": {"thread_id": f"raw-{i}"}})
-    elapsed = time.perf_counter() - started
-    client.close()
-    return elapsed / (runs * NODES)
+class RawChain:
+    """The raw graph on the service's kind of checkpointer: one `run()` is one 4-node invocation."""
+
+    def __init__(self, mongo_url: str) -> None:
+        self._client: MongoClient[dict[str, Any]] = create_sync_client(mongo_url)
+        self._graph = raw_graph(MongoDBSaver(self._client, db_name=f"bench_raw_{uuid.uuid4().hex[:8]}"))
+        self._runner = asyncio.Runner()
+
+    def run(self) -> float:
+        """Milliseconds per node of one invocation on a new thread."""
+        config = {"configurable": {"thread_id": f"raw-{uuid.uuid4().hex}"}}
+        started = time.perf_counter()
+        self._runner.run(self._graph.ainvoke({"query": "Co umíš?"}, config, durability=DURABILITY))
+        return (time.perf_counter() - started) * 1000 / NODES
+
+    def close(self) -> None:
+        self._runner.close()
+        self._client.close()
 
 
-def bench_service(service: ServiceProcess, kotlin: FakeKotlinServer, llm: ScriptedLlmServer,
-                  runs: int) -> dict[str, list[float]]:
+@dataclass
+class ServiceRun:
+    thread_id: str
+    dispatch: float
+    """ms until `POST /orchestrate/stream` answered"""
+    first_push: float
+    """ms from that answer until Kotlin received the first progress push"""
+    per_node: float
+    """ms from dispatch until Kotlin received `done`, divided by the nodes"""
+
+
+def service_run(client: httpx.Client, kotlin: FakeKotlinServer) -> ServiceRun:
+    """One advice orchestration from dispatch to the `done` push, timed from Kotlin's side."""
+    body = orchestrate_body(query="Co umíš?")
+    sent = time.time()
+    response = client.post("/orchestrate/stream", json=body)
+    answered = time.time()
+    response.raise_for_status()
+    thread_id = response.json()["thread_id"]
+    kotlin.wait_for_status(thread_id=thread_id, status="done", timeout=30)
+    records = [e for e in kotlin.events if e.body.get("taskId") == body["task_id"]]
+    first = min(e.received_at_wall for e in records if e.route.endswith("progress"))
+    done = max(e.received_at_wall for e in records if e.route.endswith("status"))
+    return ServiceRun(thread_id, dispatch=(answered - sent) * 1000, first_push=(first - answered) * 1000,
+                      per_node=(done - sent) * 1000 / NODES)
+
+
+def bench_side_by_side(raw: RawChain, service: ServiceProcess, kotlin: FakeKotlinServer, llm: ScriptedLlmServer,
+                       runs: int) -> dict[str, list[float]]:
     # An instant LLM: the whole answer in one streamed piece, no generation delay.
     for rule in advice_script("Instant answer"):
         rule.chunk_size = 100_000
         llm.add(rule)
-    figures: dict[str, list[float]] = {"per_node": [], "first_push": [], "dispatch": []}
+    figures: dict[str, list[float]] = {"raw": [], "per_node": [], "first_push": [], "dispatch": []}
     node_times: dict[str, list[float]] = {}
     with httpx.Client(base_url=service.url, timeout=30) as client:
-        for i in range(runs + 1):
-            body = orchestrate_body(query="Co umíš?")
-            sent = time.time()
-            response = client.post("/orchestrate/stream", json=body)
-            answered = time.time()
-            response.raise_for_status()
-            thread_id = response.json()["thread_id"]
-            kotlin.wait_for_status(thread_id=thread_id, status="done", timeout=30)
-            if i == 0:
-                continue  # warm-up: first litellm call, first collection access
-            records = [e for e in kotlin.events if e.body.get("taskId") == body["task_id"]]
-            first = min(e.received_at_wall for e in records if e.route.endswith("progress"))
-            done = max(e.received_at_wall for e in records if e.route.endswith("status"))
-            figures["dispatch"].append((answered - sent) * 1000)
-            figures["first_push"].append((first - answered) * 1000)
-            figures["per_node"].append((done - sent) * 1000 / NODES)
-            for node, duration in node_durations(client, thread_id):
+        raw.run()
+        service_run(client, kotlin)  # warm-up: first litellm call, first collection access
+        for i in range(runs):
+            # Alternate which goes first, so neither always follows the other's background work.
+            if i % 2:
+                figures["raw"].append(raw.run())
+            run = service_run(client, kotlin)
+            if not i % 2:
+                figures["raw"].append(raw.run())
+            figures["per_node"].append(run.per_node)
+            figures["first_push"].append(run.first_push)
+            figures["dispatch"].append(run.dispatch)
+            for node, duration in node_durations(client, run.thread_id):
                 node_times.setdefault(node, []).append(duration)
     figures |= {f"node {name}": values for name, values in node_times.items()}
+    llm.reset()
     return figures
 
 
@@ -114,23 +168,38 @@ def node_durations(client: httpx.Client, thread_id: str) -> list[tuple[str, floa
     return found
 
 
-async def bench_litellm(llm_url: str, runs: int) -> float:
-    """Bare `litellm.acompletion` streaming call against the instant server: the floor every
-    LLM-calling node pays, whatever the service does around it."""
-    import litellm
-
-    async def call() -> None:
-        stream = await litellm.acompletion(model="ollama_chat/test-model", api_base=llm_url, stream=True,
-                                           messages=[{"role": "user", "content": "hi"}])
-        async for _ in stream:
-            pass
-
-    for _ in range(3):
-        await call()
-    started = time.perf_counter()
-    for _ in range(runs):
-        await call()
-    return (time.perf_counter() - started) * 1000 / runs
+def largest_checkpoint(service: ServiceProcess, kotlin: FakeKotlinServer, llm: ScriptedLlmServer, mongo_url: str,
+                       data_root: Path) -> tuple[int, int, str]:
+    """(largest checkpoint document's serialized state in bytes, checkpoints written, run status) of a
+    coding run of CODING_STEPS code steps, each writing one file through the scripted agent."""
+    rel = f"clients/c1/{new_task_id()}"
+    make_git_repo(data_root / rel)
+    steps = steps_json(*(file_block(f"module_{i}.py", f"def f{i}():\n    return {i}") for i in range(CODING_STEPS)))
+    llm.script(
+        Reply(match=node_marker("intake"), content=classification("single_task", "code", "simple"), name="intake",
+              chunk_size=100_000),
+        Reply(match=node_marker("plan"), content=goals_json("Moduly"), name="plan", chunk_size=100_000),
+        Reply(match=node_marker("plan_steps"), content=steps, name="plan_steps", chunk_size=100_000),
+        Reply(match=node_marker("finalize"), content="Hotovo.", name="finalize", chunk_size=100_000),
+    )
+    body = orchestrate_body(workspace_path=rel, query="Přidej moduly", rules=kotlin_rules(
+        require_approval_commit=False, require_approval_push=False))
+    with httpx.Client(base_url=service.url, timeout=30) as client:
+        response = client.post("/orchestrate/stream", json=body)
+        response.raise_for_status()
+        thread_id = response.json()["thread_id"]
+    deadline = time.monotonic() + 180
+    status = ""
+    while time.monotonic() < deadline and status not in ("done", "error", "interrupted"):
+        found = [s for s in kotlin.statuses if s.get("threadId") == thread_id]
+        status = found[-1]["status"] if found else ""
+        time.sleep(0.1)
+    llm.reset()
+    with MongoClient(mongo_url) as mongo:
+        docs = mongo[service.env["CHECKPOINT_DATABASE"]]["checkpoints"].find(
+            {"thread_id": thread_id}, {"checkpoint": 1})
+        sizes = [len(doc["checkpoint"]) for doc in docs]
+    return max(sizes, default=0), len(sizes), status or "timeout"
 
 
 def p(values: list[float], q: float) -> float:
@@ -143,39 +212,44 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="jervis-bench-"))
+    load = os.getloadavg()[0]
     with EmbeddedMongo(data_dir=work / "mongo", work_dir=work) as mongo:
         servers = [ScriptedLlmServer(), FakeKotlinServer(), FakeKbServer()]
         for server in servers:
             server.start()
         llm, kotlin, kb = servers
-        raw = asyncio.run(bench_raw(mongo.url, args.runs)) * 1000
-        llm.script(*advice_script("warm"))
-        litellm_ms = asyncio.run(bench_litellm(llm.url, args.runs))
-        llm.reset()
-        (work / "data").mkdir()
+        data_root = work / "data"
+        data_root.mkdir()
+        raw = RawChain(mongo.url)
         service = ServiceProcess(env=service_env(mongo_url=mongo.url, llm_url=llm.url, kotlin_url=kotlin.url,
-                                                 kb_url=kb.url, data_root=work / "data"),
+                                                 kb_url=kb.url, data_root=data_root),
                                  log_path=work / "service.log").start()
         try:
-            figures = bench_service(service, kotlin, llm, args.runs)
+            figures = bench_side_by_side(raw, service, kotlin, llm, args.runs)
+            checkpoint, checkpoints, coding_status = largest_checkpoint(service, kotlin, llm, mongo.url, data_root)
         finally:
             service.stop()
+            raw.close()
             for server in servers:
                 server.stop()
+    raw_ms = statistics.median(figures["raw"])
     per_node = statistics.median(figures["per_node"])
-    print(f"runs: {args.runs} (after one warm-up), store: nx-27017 on loopback")
-    print(f"raw LangGraph + MongoDBSaver   per node: {raw:7.2f} ms")
-    print(f"service (advice, 4 nodes)       per node: {per_node:7.2f} ms median, "
-          f"p90 {p(figures['per_node'], 0.9):.2f} ms  → {per_node / raw:.2f}× raw (target ≤ 2×)")
-    without_llm = per_node - LLM_CALLS * litellm_ms / NODES
-    print(f"bare litellm streaming call (instant server):  {litellm_ms:6.2f} ms × {LLM_CALLS} calls per run")
-    print(f"service per node without the litellm floor: {without_llm:7.2f} ms → {without_llm / raw:.2f}× raw")
+    print(f"runs: {args.runs} rounds (after one warm-up), each: the raw graph once, the service once; "
+          f"load average {load:.2f} at the start")
+    print(f"store: one nx-27017 on loopback; checkpointer: MongoDBSaver on a sync pymongo client "
+          f"(create_sync_client), durability={DURABILITY!r}, for both")
+    print(f"raw LangGraph + MongoDBSaver     per node: {raw_ms:7.2f} ms median, p90 {p(figures['raw'], 0.9):.2f} ms")
+    print(f"service (advice, {NODES} nodes, {LLM_CALLS} LLM calls) per node: {per_node:7.2f} ms median, "
+          f"p90 {p(figures['per_node'], 0.9):.2f} ms")
+    print(f"ratio service ÷ raw (LLM calls included): {per_node / raw_ms:.2f}× (target ≤ 2×)")
     print(f"first progress push after dispatch:  median {statistics.median(figures['first_push']):6.2f} ms, "
           f"max {max(figures['first_push']):.2f} ms (target ≤ 50 ms)")
     for key in sorted(k for k in figures if k.startswith("node ")):
         print(f"  {key:28} median {statistics.median(figures[key]):6.2f} ms (inside the node, as streamed)")
     print(f"POST /orchestrate/stream latency:    p50 {p(figures['dispatch'], 0.5):6.2f} ms, "
           f"p99 {p(figures['dispatch'], 0.99):.2f} ms (target ≤ 20 ms)")
+    print(f"largest checkpoint of a {CODING_STEPS}-step coding run ({coding_status}, {checkpoints} checkpoints): "
+          f"{checkpoint / 1024:.1f} KB (limit {CHECKPOINT_LIMIT // 1024} KB)")
 
 
 if __name__ == "__main__":
