@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from app.config import Settings
 from app.graph.approval import is_approved
 from app.llm.budget import BudgetExceededError, Usage
+from app.llm.model_map import register_local_models
 from app.llm.parsing import JsonParseError, parse_json_object
 from app.llm.scope import LlmScope, current_scope
 from app.llm.tiers import CLOUD_PREFERENCE, Tier, TierSpec, local_capacity, select_local_tier, tier_specs
@@ -98,6 +99,7 @@ class LitellmProvider:
                  metrics: Metrics | None = None) -> None:
         self._metrics = metrics or Metrics()
         self._specs = tier_specs(settings)
+        register_local_models(self._specs.values())
         self._heartbeat = settings.heartbeat_dead_seconds
         self._max_tokens = settings.llm_max_output_tokens
         self._retries = settings.llm_retries
@@ -195,7 +197,7 @@ class LitellmProvider:
             self.breaker.success(spec.provider)
             completion = count_tokens(spec.model, [{"role": "assistant", "content": text}])
             usage = Usage(prompt_tokens=request.prompt_tokens, completion_tokens=completion,
-                          cost_usd=estimate_cost(spec.model, request.prompt_tokens, completion),
+                          cost_usd=0.0 if tier.local else estimate_cost(spec.model, request.prompt_tokens, completion),
                           seconds=time.monotonic() - started, calls=1)
             self._metrics.llm_call(tier.value, "ok", seconds=usage.seconds, prompt_tokens=usage.prompt_tokens,
                                    completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd)
@@ -242,11 +244,19 @@ class LitellmProvider:
                     raise HeartbeatTimeoutError(self._dead_message(spec)) from exc
                 except Exception as exc:
                     raise LlmError(f"LLM stream failed: {exc}") from exc
-                delta = chunk.choices[0].delta.content if chunk.choices else None
+                choice = chunk.choices[0] if chunk.choices else None
+                delta = choice.delta.content if choice is not None else None
                 if delta:
                     parts.append(delta)
                     if on_token is not None:
                         on_token(len(parts))
+                if choice is not None and choice.finish_reason:
+                    # The answer is complete (litellm sends the finish reason once the provider's
+                    # stream has ended). Closing here skips what litellm does after it for its
+                    # own logging callbacks, which we do not use: rebuilding the whole response
+                    # in a worker thread, pricing it, building a logging payload (~5 ms a call).
+                    await _close(stream)
+                    return "".join(parts)
         except BaseException:
             await _close(stream)  # an abandoned (stalled) stream would keep its connection open
             raise
