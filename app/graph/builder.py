@@ -32,6 +32,7 @@ from app.graph.nodes.replan import replan
 from app.graph.nodes.respond import respond
 from app.graph.nodes.select_goal import select_goal
 from app.graph.state import OrchestratorInput, OrchestratorState
+from app.graph.writes import only_changes
 
 NODES = (
     intake, clarify, evidence_pack, respond, plan, plan_epic, design, approve_plan, select_goal, plan_steps,
@@ -45,7 +46,7 @@ HALTING = frozenset({"plan_steps", "execute_step", "evaluate", "replan"})
 def build_graph() -> StateGraph:
     graph = StateGraph(OrchestratorState, context_schema=RunContext, input_schema=OrchestratorInput)
     for node in NODES:
-        graph.add_node(node.__name__, halting(node) if node.__name__ in HALTING else node)
+        graph.add_node(node.__name__, only_changes(halting(node) if node.__name__ in HALTING else node))
     graph.add_edge(START, "intake")
     graph.add_conditional_edges("intake", routing.route_after_intake)
     graph.add_edge("clarify", "intake")

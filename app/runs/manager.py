@@ -82,7 +82,7 @@ def initial_state(request: OrchestrateRequest, thread_id: str, limits: BudgetLim
         id=request.task_id, client_id=request.client_id, project_id=request.project_id,
         workspace_path=request.workspace_path, query=request.query, agent_preference=request.agent_preference,
     )
-    return {
+    state = {
         "thread_id": thread_id,
         "task": task.model_dump(),
         "rules": request.rules.model_dump(),
@@ -94,6 +94,8 @@ def initial_state(request: OrchestrateRequest, thread_id: str, limits: BudgetLim
         "budget_limits": (limits or BudgetLimits()).merged(BudgetLimits(**request.budget.model_dump()) if request.budget else None)
         .model_dump(),
     }
+    # Each input key is a document the checkpointer writes; a key left out reads as None all the same.
+    return {key: value for key, value in state.items() if value is not None}
 
 
 class RunManager:
