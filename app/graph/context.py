@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from app.agents.snapshots import WorkspaceSnapshots
 from app.config import Settings
+from app.kb.prefetch import ProjectContextPrefetch
 
 if TYPE_CHECKING:
     from app.agents.base import AgentRunner
@@ -28,3 +29,5 @@ class RunContext:
     workspaces: WorkspaceManager
     snapshots: WorkspaceSnapshots = field(default_factory=WorkspaceSnapshots)
     """Each step's starting point in its workspace: what a retry, skip or stop goes back to."""
+    kb_prefetch: ProjectContextPrefetch = field(default_factory=ProjectContextPrefetch)
+    """intake's KB lookup of each new run, started by the run driver at dispatch."""

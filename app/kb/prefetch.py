@@ -96,6 +96,35 @@ async def fetch_project_context(
     return KbContext(text=text, sources=sources, warnings=warnings)
 
 
+class ProjectContextPrefetch:
+    """intake's KB lookup (`fetch_project_context`), started as soon as a run is dispatched.
+
+    It depends on the request alone, and a new run spends its first tens of milliseconds writing
+    its first two checkpoints before intake starts: the run driver starts the lookup then, and
+    intake takes its result. intake fetches for itself when nothing was started for the thread
+    (a resumed or adopted run, a segment repeated after a MongoDB outage)."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, asyncio.Task[KbContext]] = {}
+
+    def start(self, thread_id: str, kb: KnowledgeBaseClient, *, query: str, client_id: str,
+              project_id: str | None) -> None:
+        self.discard(thread_id)
+        self._running[thread_id] = asyncio.create_task(
+            fetch_project_context(kb, query=query, client_id=client_id, project_id=project_id),
+            name=f"kb-prefetch:{thread_id}")
+
+    def take(self, thread_id: str) -> asyncio.Task[KbContext] | None:
+        """The lookup started for the thread, once (None when there is none)."""
+        return self._running.pop(thread_id, None)
+
+    def discard(self, thread_id: str) -> None:
+        """The segment ended: a lookup intake never took is cancelled."""
+        task = self._running.pop(thread_id, None)
+        if task is not None:
+            task.cancel()
+
+
 async def prefetch_kb_context(
     kb: KnowledgeBaseClient,
     *,

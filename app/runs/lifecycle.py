@@ -1,8 +1,10 @@
 """Drive one segment of a run (start or resume) through the compiled graph.
 
-Node starts become progress pushes and SSE events as they happen; a push costs one small
-outbox write (delivery to Kotlin happens elsewhere), so the graph runs at checkpointer speed.
-The terminal outcome is read once at the end.
+Node starts become progress pushes and SSE events as they happen. A progress push is queued for
+the outbox writer, which stores it (in production order, ahead of any later status) before it
+is delivered; the node does not wait for that write: a heartbeat lost to a crash in those
+milliseconds is produced again when the adopted run repeats the node, and the graph runs at
+checkpointer speed. The terminal outcome is read once at the end.
 
 Every step's checkpoint is written before the next step starts (`DURABILITY`), so a failed write
 surfaces at the step that made it. When it failed because MongoDB is unreachable, the segment
@@ -129,6 +131,17 @@ class RunDriver:
         run_progress = run_progress or RunProgress()
         run_progress.values = dict(initial)
         config = self.config(run.thread_id)
+        task = graph_input.get("task") if isinstance(graph_input, dict) else None
+        if task:  # a new run: intake's KB lookup overlaps the first checkpoints
+            self._context.kb_prefetch.start(run.thread_id, self._context.kb, query=task["query"],
+                                            client_id=task["client_id"], project_id=task.get("project_id"))
+        try:
+            return await self._drive(run, graph_input, events, config, initial, run_progress)
+        finally:
+            self._context.kb_prefetch.discard(run.thread_id)
+
+    async def _drive(self, run: RunIdentity, graph_input: Any, events: EventLog, config: dict[str, Any],
+                     initial: dict[str, Any], run_progress: RunProgress) -> RunOutcome:
         # The checkpoint a resume starts from (a start has none; an adoption re-sends nothing).
         start_id: str | None = None
         start_read = not isinstance(graph_input, Command)
@@ -183,7 +196,7 @@ class RunDriver:
             durability=DURABILITY,
         ):
             if mode == "tasks":
-                await self._on_task(run, chunk, tracked, events, started, run_progress)
+                self._on_task(run, chunk, tracked, events, started, run_progress)
                 if "input" not in chunk:  # a task finished
                     run_progress.nodes_finished += 1
                     if run_progress.on_node_end is not None:
@@ -215,7 +228,7 @@ class RunDriver:
                               percent=run_progress.percent, **common)
         return RunOutcome(status="done", summary=tracked.get("final_result"), percent=progress.DONE, **common)
 
-    async def _on_task(self, run: RunIdentity, chunk: dict[str, Any], tracked: dict[str, Any], events: EventLog,
+    def _on_task(self, run: RunIdentity, chunk: dict[str, Any], tracked: dict[str, Any], events: EventLog,
                        started: dict[str, float], run_progress: RunProgress) -> None:
         node = chunk.get("name")
         if node not in NODE_NAMES:
@@ -232,7 +245,7 @@ class RunDriver:
                 goal_index=int(tracked.get("current_goal_index") or 0), total_goals=len(goals),
                 step_index=int(tracked.get("current_step_index") or 0), total_steps=len(steps),
             )
-            await self._kotlin.push_progress(push)
+            self._kotlin.push_progress_nowait(push)
             events.publish("node_start", {"node": node, "message": push.message, "percent": push.percent,
                                           "goal_index": push.goal_index, "total_goals": push.total_goals,
                                           "step_index": push.step_index, "total_steps": push.total_steps,

@@ -29,7 +29,8 @@ async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
     updates: dict[str, Any] = {"language": language}
     project_context = state.get("project_context")
     if project_context is None:  # second round (after a clarification) reuses the first fetch
-        kb = await fetch_project_context(
+        started = ctx.kb_prefetch.take(str(state.get("thread_id")))  # by the run driver, at dispatch
+        kb = await started if started is not None else await fetch_project_context(
             ctx.kb, query=task["query"], client_id=task["client_id"], project_id=task.get("project_id")
         )
         project_context = kb.text
