@@ -16,8 +16,9 @@ from langgraph.checkpoint.mongodb import MongoDBSaver
 from app.agents.factory import create_runner, describe_agents
 from app.agents.workspace import WorkspaceManager
 from app.chat.compression import ChatCompressor
-from app.clients.knowledge_base import KnowledgeBaseClient
+from app.clients.aiohttp_transport import AiohttpTransport
 from app.clients.delivery import DeliveryService
+from app.clients.knowledge_base import KnowledgeBaseClient
 from app.clients.kotlin import KotlinClient
 from app.clients.outbox import OutboxWriter
 from app.config import Settings
@@ -102,7 +103,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         checkpointer = MongoDBSaver(sync_mongo, db_name=settings.checkpoint_database,
                                     serde=RedactingSerializer(redact))
 
-        http = httpx.AsyncClient(limits=httpx.Limits(max_connections=50))
+        http = httpx.AsyncClient(transport=AiohttpTransport(max_connections=50))
         stack.push_async_callback(http.aclose)
         delivery = DeliveryService(
             outbox_store, http, settings.kotlin_server_url, push_timeout=settings.push_timeout_seconds,
