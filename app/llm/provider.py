@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from app.config import Settings
 from app.graph.approval import is_approved
 from app.llm.budget import BudgetExceededError, Usage
-from app.llm.model_map import register_local_models
+from app.llm.model_map import fit_model_map
 from app.llm.parsing import JsonParseError, parse_json_object
 from app.llm.scope import LlmScope, current_scope
 from app.llm.tiers import CLOUD_PREFERENCE, Tier, TierSpec, local_capacity, select_local_tier, tier_specs
@@ -99,7 +99,7 @@ class LitellmProvider:
                  metrics: Metrics | None = None) -> None:
         self._metrics = metrics or Metrics()
         self._specs = tier_specs(settings)
-        register_local_models(self._specs.values())
+        fit_model_map(self._specs.values())
         self._heartbeat = settings.heartbeat_dead_seconds
         self._max_tokens = settings.llm_max_output_tokens
         self._retries = settings.llm_retries
