@@ -108,11 +108,12 @@ class ProjectContextPrefetch:
         self._running: dict[str, asyncio.Task[KbContext]] = {}
 
     def start(self, thread_id: str, kb: KnowledgeBaseClient, *, query: str, client_id: str,
-              project_id: str | None) -> None:
+              project_id: str | None) -> asyncio.Task[KbContext]:
         self.discard(thread_id)
-        self._running[thread_id] = asyncio.create_task(
-            fetch_project_context(kb, query=query, client_id=client_id, project_id=project_id),
-            name=f"kb-prefetch:{thread_id}")
+        task = asyncio.create_task(fetch_project_context(kb, query=query, client_id=client_id, project_id=project_id),
+                                   name=f"kb-prefetch:{thread_id}")
+        self._running[thread_id] = task
+        return task
 
     def take(self, thread_id: str) -> asyncio.Task[KbContext] | None:
         """The lookup started for the thread, once (None when there is none)."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import httpx
 import pytest
 
 from app.clients.knowledge_base import KnowledgeBaseClient
-from app.kb.prefetch import fetch_project_context, prefetch_kb_context
+from app.kb.prefetch import ProjectContextPrefetch, fetch_project_context, prefetch_kb_context
 from tests.fixtures.kb_server import FakeKbServer
 
 QUERY = "Add a health endpoint to the router"
@@ -97,3 +98,30 @@ async def test_context_has_timeout_warnings_and_returns_fast_when_kb_is_slow(htt
     assert elapsed < 1.5  # the calls run concurrently, each bounded by the kb_client timeout
     assert context.text == "" and context.warnings
     assert all("timed out after 0.3 s" in w for w in context.warnings)
+
+
+@pytest.mark.usefixtures("stored")
+async def test_a_started_lookup_is_taken_once_and_is_the_lookup_intake_would_make(kb_client: KnowledgeBaseClient,
+                                                                                 kb: FakeKbServer) -> None:
+    prefetch = ProjectContextPrefetch()
+    prefetch.start("thread-1", kb_client, query=QUERY, client_id="c1", project_id="p1")
+
+    started = prefetch.take("thread-1")
+    assert started is not None and prefetch.take("thread-1") is None  # intake's second round fetches itself
+    context = await started
+    assert context == await fetch_project_context(kb_client, query=QUERY, client_id="c1", project_id="p1")
+    assert len(kb.requests) == 8  # four lookups, each made twice: the prefetch and the comparison
+
+
+async def test_a_lookup_nobody_took_is_cancelled_when_the_segment_ends(http: httpx.AsyncClient,
+                                                                       kb: FakeKbServer) -> None:
+    kb.set_mode("slow", delay=2.0)
+    prefetch = ProjectContextPrefetch()
+    running = prefetch.start("thread-2", KnowledgeBaseClient(http, kb.url, kb.url, timeout=5), query=QUERY,
+                             client_id="c1", project_id=None)
+
+    prefetch.discard("thread-2")
+
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(running, 1)
+    assert prefetch.take("thread-2") is None

@@ -127,3 +127,45 @@ async def test_the_outcome_waits_out_an_outage_and_lands_with_the_identity(
     assert stored is not None
     assert (stored.status, stored.summary, stored.task_id, stored.client_id, stored.pod_id, stored.created_at) == (
         "done", "after the outage", "task-1", "client-1", "pod-a", 50.0)
+
+
+async def test_node_boundary_writes_are_spaced_and_the_outcome_supersedes_a_waiting_one(
+        store: RunStore, clock: TickingClock) -> None:
+    await store.create(running("t-5"))
+    journal = journal_of(store, "t-5", interval_seconds=30.0)
+    figures = {"tokens": 1}
+    journal.track(lambda: ({"tokens": figures["tokens"]}, 10.0))
+
+    journal.note()  # the first boundary writes at once
+    await asyncio.sleep(0)
+    await asyncio.wait_for(journal.flush(), 5)
+    figures["tokens"] = 2
+    journal.note()  # within the interval: waits
+    await asyncio.sleep(0.05)
+    stored = await store.get("t-5")
+    assert clock.ticks == 1 and stored is not None and stored.usage == {"tokens": 1}
+
+    await asyncio.wait_for(journal.finish(status="done", usage={"tokens": 2}, percent=100.0), 5)
+
+    assert clock.ticks == 2  # the outcome only: the waiting write was dropped, its figures are the outcome's
+    stored = await store.get("t-5")
+    assert stored is not None and (stored.status, stored.usage) == ("done", {"tokens": 2})
+
+
+async def test_a_write_waiting_for_its_interval_lands_without_another_boundary(store: RunStore,
+                                                                              clock: TickingClock) -> None:
+    await store.create(running("t-6"))
+    journal = journal_of(store, "t-6", interval_seconds=0.2)
+    figures = {"tokens": 1}
+    journal.track(lambda: ({"tokens": figures["tokens"]}, float(figures["tokens"])))
+    journal.note()
+    await asyncio.wait_for(journal.flush(), 5)
+    figures["tokens"] = 7
+    journal.note()
+
+    async def landed() -> None:
+        while (stored := await store.get("t-6")) is None or stored.usage != {"tokens": 7}:
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(landed(), 5)  # a crash from here on loses nothing of it
+    assert clock.ticks == 2
