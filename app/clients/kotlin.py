@@ -1,8 +1,9 @@
 """Pushes to the Kotlin server (`docs/api.md`, pushes to Kotlin) and its tracker calls.
 
-A push is stored in the MongoDB outbox before the producing step goes on (`OutboxWriter`) and
-delivered by `DeliveryService`, so a graph node never waits for Kotlin and nothing a run reported
-is lost when Kotlin is down or the pod dies. This module decides what a push is: its body, masked
+A push is stored in the MongoDB outbox (`OutboxWriter`, in production order; a status before the
+producing step goes on, a node's progress while the node runs) and delivered by `DeliveryService`
+only once stored, so a graph node never waits for Kotlin and nothing a run reported is lost when
+Kotlin is down or the pod dies. This module decides what a push is: its body, masked
 by `redact` (the one place pushes are redacted), and its identity. A status push is identified by
 thread, status and, for `interrupted`, the interrupt's id (stable when a crash replay re-produces
 it, new for a later interrupt of the same thread): stored once, sent at least once. Progress pushes
