@@ -27,6 +27,7 @@ from app.graph.builder import build_graph
 from app.graph.context import RunContext
 from app.health import HealthChecker
 from app.llm.health import ProviderHealth
+from app.graph.llm_gate import ApprovingLlm
 from app.llm.provider import LitellmProvider
 from app.observability.redaction import Redactor
 from app.observability.metrics import Metrics
@@ -126,7 +127,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         workspaces = WorkspaceManager(settings.data_root)
         llm = LitellmProvider(settings, metrics=metrics)
         context = RunContext(
-            settings=settings, llm=llm, kb=kb, kotlin=kotlin, context_store=context_store,
+            settings=settings, llm=ApprovingLlm(llm), kb=kb, kotlin=kotlin, context_store=context_store,
             runner=create_runner(settings, workspaces, metrics, redact=redact), workspaces=workspaces,
         )
         graph = build_graph().compile(checkpointer=checkpointer)

@@ -13,7 +13,7 @@ from langgraph.graph import END, START, StateGraph
 
 from app.graph import routing
 from app.graph.context import RunContext
-from app.graph.guards import halting
+from app.graph.guards import halting, in_run_language
 from app.graph.nodes.advance import advance_goal, advance_step
 from app.graph.nodes.approve_plan import approve_plan
 from app.graph.nodes.ask_user import ask_user
@@ -45,7 +45,7 @@ HALTING = frozenset({"plan_steps", "execute_step", "evaluate", "replan"})
 def build_graph() -> StateGraph:
     graph = StateGraph(OrchestratorState, context_schema=RunContext, input_schema=OrchestratorInput)
     for node in NODES:
-        graph.add_node(node.__name__, halting(node) if node.__name__ in HALTING else node)
+        graph.add_node(node.__name__, in_run_language(halting(node) if node.__name__ in HALTING else node))
     graph.add_edge(START, "intake")
     graph.add_conditional_edges("intake", routing.route_after_intake)
     graph.add_edge("clarify", "intake")

@@ -57,6 +57,8 @@ class Texts:
     commit_gate_partial: str
     push_gate: str
     plan_rejected: str
+    budget_extension_gate: str
+    cloud_escalation_gate: str
     # report
     report_done_steps: str
     report_files: str
@@ -164,6 +166,8 @@ CS = Texts(
     halt_user_stop="Uživatel ukončil práci po selhání kroku {step} cíle {goal}: {reason}",
     halt_budget="Rozpočet vyčerpán: {reason}",
     halt_llm="Jazykový model selhal ({node}): {reason}",
+    budget_extension_gate="{error} Pokračovat s dvojnásobným rozpočtem?",
+    cloud_escalation_gate="Lokální model selhal ({cause}). Použít cloudový model {model} (tier {tier}, odhad ${cost:.4f})?",
     tracker_not_created="Issue „{title}“ nebylo založeno: tracker odpověděl bez klíče issue ({reason})",
     tracker_not_updated="Issue {key} nebylo změněno: tracker změnu neprovedl ({reason})",
 )
@@ -243,6 +247,8 @@ EN = Texts(
     halt_user_stop="The user stopped the work after step {step} of goal {goal} failed: {reason}",
     halt_budget="Budget exhausted: {reason}",
     halt_llm="The language model failed ({node}): {reason}",
+    budget_extension_gate="{error} Continue with double the budget?",
+    cloud_escalation_gate="The local model failed ({cause}). Use the cloud model {model} (tier {tier}, estimate ${cost:.4f})?",
     tracker_not_created="Issue '{title}' was not created: the tracker answered without an issue key ({reason})",
     tracker_not_updated="Issue {key} was not updated: the tracker did not carry it out ({reason})",
 )

@@ -42,7 +42,7 @@ from app.persistence.runs import RunRecord, RunStore
 from app.runs.admission import Admission, Slot
 from app.runs.errors import RunConflictError, RunNotFoundError
 from app.runs.events import EventHub, EventLog
-from app.runs.ids import new_thread_id, task_id_of
+from app.schemas.thread_ids import new_thread_id, task_id_of
 from app.runs.journal import RunJournal
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome, RunProgress
 from app.runs.status import record_of, run_summary, status_map

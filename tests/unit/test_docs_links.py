@@ -161,8 +161,7 @@ def test_the_checks_see_what_they_should() -> None:
 
 def _routes() -> list[tuple[str, str]]:
     """Every method and path the service serves, from the OpenAPI schema of an app built like
-    `app.main.create_app` builds it (it includes exactly `api_router`; importing `app.main` itself
-    would read the environment and configure logging)."""
+    `app.main.create_app` builds it (it includes exactly `api_router`), without settings."""
     app = FastAPI()
     app.include_router(api_router)
     methods = {"get", "post", "put", "patch", "delete"}
