@@ -5,5 +5,5 @@
 # cached in .cache/llm/. JERVIS_EMBEDDED_LLM=0 skips it. Code steps run Aider, installed the first
 # time into .cache/agents/aider-venv (1-3 min).
 source "$(dirname "$0")/_venv.sh" requirements.txt
-.venv/bin/python -m app.llm.embedded_model prepare
+.venv/bin/python -m app.dev prepare
 exec .venv/bin/python -m app.dev
