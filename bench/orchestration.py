@@ -31,7 +31,7 @@ import httpx  # noqa: E402
 from langgraph.checkpoint.mongodb import MongoDBSaver  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
 
-from app.persistence.embedded_mongo import EmbeddedMongo  # noqa: E402
+from app.dev.embedded_mongo import EmbeddedMongo  # noqa: E402
 from bench import graphs  # noqa: E402
 from tests.fixtures.kb_server import FakeKbServer  # noqa: E402
 from tests.fixtures.kotlin_server import FakeKotlinServer  # noqa: E402

@@ -20,7 +20,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import httpx  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
 
-from app.persistence.embedded_mongo import EmbeddedMongo  # noqa: E402
+from app.dev.embedded_mongo import EmbeddedMongo  # noqa: E402
 from tests.fixtures.kb_server import FakeKbServer  # noqa: E402
 from tests.fixtures.kotlin_server import FakeKotlinServer  # noqa: E402
 from tests.fixtures.llm_server import Reply, ScriptedLlmServer  # noqa: E402

@@ -23,18 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from app.llm.embedded_model import (
-    DEFAULT_CACHE_DIR,
-    MODEL_ALIAS,
-    EmbeddedModel,
-    EmbeddedModelError,
-    ModelSpec,
-    Part,
-    cached_model,
-    embedded_llm_decision,
-    ensure_model,
-    wheel_parts,
-)
+from app.dev.embedded_model import MODEL_ALIAS, EmbeddedModel, embedded_llm_decision
+from app.dev.model_cache import DEFAULT_CACHE_DIR, EmbeddedModelError
+from app.dev.model_download import ModelSpec, Part, cached_model, ensure_model, wheel_parts
 from tests.support import free_port
 
 PARTS = [b"GGUF" + bytes(range(256)) * 3, b"middle part " * 100, b"the end"]

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.persistence.embedded_mongo import EmbeddedMongo
+from app.dev.embedded_mongo import EmbeddedMongo
 from tests.fixtures.llm_server import Reply
 from tests.support import (
     advice_script,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from app.persistence.embedded_mongo import EmbeddedMongo
+from app.dev.embedded_mongo import EmbeddedMongo
 from app.persistence.lock import COLLECTION_NAME, LockLease, OrchestrationLock, lost_after
 from app.persistence.mongo import MongoTimeouts, create_client
 from tests.support import FakeClock

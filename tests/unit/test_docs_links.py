@@ -152,7 +152,7 @@ def test_the_checks_see_what_they_should() -> None:
     """The scanners find the references they exist for (so a regex slip cannot pass everything)."""
     readme = REPO / "README.md"
     assert "docs/api.md" in links(readme)
-    assert {"app/dev.py", "app/graph/builder.py", "k8s/"} <= set(path_references(readme))
+    assert {"app/dev/", "app/graph/builder.py", "k8s/"} <= set(path_references(readme))
     agent_readme = REPO / "agent-images" / "README.md"
     assert "entrypoint/jervis_entrypoint.py" in path_references(agent_readme)
     assert _inside(readme, "../shared/spec/kotlin-contract.md") is None

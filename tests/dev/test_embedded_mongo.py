@@ -9,7 +9,7 @@ import pytest
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
-from app.persistence.embedded_mongo import EmbeddedMongo, EmbeddedMongoError
+from app.dev.embedded_mongo import EmbeddedMongo, EmbeddedMongoError
 from app.persistence.mongo import MongoTimeouts, create_client, ping
 from tests.support import free_port
 
