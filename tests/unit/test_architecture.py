@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "app"
 
@@ -118,10 +116,3 @@ def test_importing_every_module_does_no_work() -> None:
     assert report["handlers_changed"] is False
     assert report["threads"] == 0
     assert report["served"] == "ValidationError"  # `app.main:app` reads the (bad) settings on access
-
-
-@pytest.mark.parametrize("package", ["app.dev"])
-def test_production_modules_do_not_import_development_launchers(package: str) -> None:
-    offenders = [f"{p.relative_to(REPO)} imports {name}" for p in _modules() if _layer(p) != "dev"
-                 for name in _imports(p) if name == package or name.startswith(package + ".")]
-    assert offenders == []
