@@ -15,13 +15,14 @@ from app.graph import chat, intent
 from app.graph.agent_selection import select_agent
 from app.graph.context import RunContext
 from app.graph.state import OrchestratorState
+from app.graph.state_parts import TaskDict
 from app.schemas.domain import CodingStep, StepType
 
 NodeRuntime = Runtime[RunContext]
 CONVERSATION_CHARS = 3000
 
 
-def task_of(state: OrchestratorState) -> dict[str, Any]:
+def task_of(state: OrchestratorState) -> TaskDict:
     return state["task"]
 
 
