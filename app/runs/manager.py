@@ -31,7 +31,6 @@ from app.config import Settings
 from app.graph import report
 from app.graph.approval import is_approved
 from app.graph.nodes._common import run_language
-from app.graph.texts import texts
 from app.llm.budget import BudgetExceededError, BudgetLimits, BudgetTracker
 from app.llm.provider import LlmError
 from app.llm.scope import LlmScope, current_scope, scope_for, use_scope
@@ -49,6 +48,7 @@ from app.runs.status import record_of, run_summary, status_map
 from app.schemas.domain import CodingTask
 from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest, ProgressPush, StatusPush
 from app.schemas.runs import RunList
+from app.texts import texts
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from app.graph.approval import classify_modification
 from app.graph.goals import dependency_waves
 from app.graph.nodes._common import NodeRuntime, clip, run_language, task_of
 from app.graph.state import OrchestratorState
-from app.graph.texts import texts
 from app.schemas.domain import Complexity, Recovery, RecoveryAction
+from app.texts import texts
 
 
 def added_goal(goals: list[dict[str, Any]], text: str) -> dict[str, Any]:

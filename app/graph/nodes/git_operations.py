@@ -39,8 +39,8 @@ from app.graph.nodes._common import (
 )
 from app.graph.report import changed_files
 from app.graph.state import OrchestratorState
-from app.graph.texts import texts
 from app.schemas.domain import CodingStep, StepType
+from app.texts import texts
 
 GIT_TIMEOUT_SECONDS = 300
 

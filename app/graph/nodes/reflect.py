@@ -16,11 +16,11 @@ from app.graph import prompts, recovery, step_changes
 from app.graph.decisions import apply_decision
 from app.graph.nodes._common import NodeRuntime, clip, current_step, emit, run_language, task_of
 from app.graph.state import OrchestratorState
-from app.graph.texts import texts
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
 from app.persistence.context_store import ContextStore
 from app.schemas.domain import CodingStep, Evaluation, Reflection
+from app.texts import texts
 
 log = logging.getLogger(__name__)
 
