@@ -80,7 +80,8 @@ CS = Texts(
     tracker_not_created="Issue „{title}“ nebylo založeno: tracker odpověděl bez klíče issue ({reason})",
     tracker_not_updated="Issue {key} nebylo změněno: tracker změnu neprovedl ({reason})",
     plan_gate_after="(po: {goals})",
-    warning_classification_fallback="Požadavek nešlo klasifikovat, použita záložní pravidla ({category}/{action}): {error}",
+    warning_classification_fallback=("Požadavek nešlo klasifikovat, použita záložní pravidla "
+                                     "({category}/{action}): {error}"),
     warning_branch_not_allowed="větev '{branch}' není mezi povolenými větvemi; použita '{used}'",
     warning_no_other_branch="žádná povolená větev kromě '{branch}'",
     step_failed="krok selhal",
@@ -90,7 +91,8 @@ CS = Texts(
     cloud_rejected="Lokální model selhal a použití cloudového modelu bylo zamítnuto",
     budget_exhausted="Rozpočet orchestrace vyčerpán ({dimensions}): {usage}",
     budget_extension_gate="{error} Pokračovat s dvojnásobným rozpočtem?",
-    cloud_escalation_gate="Lokální model selhal ({cause}). Použít cloudový model {model} (tier {tier}, odhad ${cost})?",
+    cloud_escalation_gate=("Lokální model selhal ({cause}). Použít cloudový model {model} "
+                           "(tier {tier}, odhad ${cost})?"),
     correction_chunk="Korekce chunk {chunk}/{chunks}",
     correction_chunk_generating="Korekce chunk {chunk}/{chunks}: generuji ({tokens} tokenů)",
     correction_done="Korekce dokončena",

@@ -90,7 +90,8 @@ EN = Texts(
     cloud_rejected="The local model failed and using a cloud model was refused",
     budget_exhausted="Orchestration budget exhausted ({dimensions}): {usage}",
     budget_extension_gate="{error} Continue with double the budget?",
-    cloud_escalation_gate="The local model failed ({cause}). Use the cloud model {model} (tier {tier}, estimated ${cost})?",
+    cloud_escalation_gate=("The local model failed ({cause}). Use the cloud model {model} "
+                           "(tier {tier}, estimated ${cost})?"),
     correction_chunk="Correction chunk {chunk}/{chunks}",
     correction_chunk_generating="Correction chunk {chunk}/{chunks}: generating ({tokens} tokens)",
     correction_done="Correction finished",
