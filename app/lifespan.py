@@ -162,7 +162,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         health = HealthChecker(settings=settings, mongo=mongo, http=http, kb=kb, runs=manager, llm=llm_health)
         correction = CorrectionService(
             llm=llm, store=RuleStore(kb), progress_sink=kotlin,
-            progress_interval=settings.correction_progress_interval_seconds,
+            progress_interval=settings.correction_progress_interval_seconds, language=settings.response_language,
         )
         app.state.services = Services(settings=settings, runs=manager, events=events, health=health,
                                       kotlin=kotlin, metrics=metrics, context_store=context_store,

@@ -15,9 +15,9 @@ from typing import Any
 from app.graph.llm_gate import speaking
 from app.graph.nodes._common import NodeRuntime, run_language
 from app.graph.state import OrchestratorState
-from app.graph.texts import texts
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
+from app.texts import texts
 
 log = logging.getLogger(__name__)
 

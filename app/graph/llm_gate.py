@@ -19,7 +19,7 @@ from langgraph.types import interrupt
 from pydantic import BaseModel
 
 from app.graph.approval import is_approved
-from app.graph.texts import texts
+from app.texts import texts
 from app.llm.approval import ApprovalNeededError, BudgetApprovalNeededError, CloudApprovalNeededError
 from app.llm.provider import Llm, Message, TokenSink
 from app.llm.scope import current_scope
@@ -51,7 +51,7 @@ def approval_request(need: ApprovalNeededError, language: str | None) -> dict[st
         cause = cause if len(cause) <= 160 else cause[:160] + "…"
         return {"type": "approval_request", "action": need.action, "task_id": need.task_id,
                 "description": t.cloud_escalation_gate.format(cause=cause, model=need.model, tier=need.tier,
-                                                              cost=need.estimated_cost_usd),
+                                                              cost=f"{need.estimated_cost_usd:.4f}"),
                 "cloud_tier": need.tier, "model": need.model, "estimated_cost_usd": need.estimated_cost_usd}
     raise TypeError(f"unknown approval signal {type(need).__name__}")
 

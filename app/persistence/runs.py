@@ -33,6 +33,8 @@ class RunRecord(BaseModel):
     branch: str | None = None
     artifacts: list[str] = []
     cloud_approved: bool = False
+    language: str | None = None
+    """The run's language, known at its start: a run that ends before its first checkpoint is told in it."""
     usage: dict[str, Any] = {}
     percent: float = 0.0
     """Highest progress reported (100 when done)."""

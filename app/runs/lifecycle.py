@@ -27,13 +27,13 @@ from app.graph.builder import NODE_NAMES
 from app.graph.context import RunContext
 from app.graph.nodes._common import run_language
 from app.graph.state import reducers
-from app.graph.texts import texts
 from app.llm.scope import current_scope
 from app.observability.metrics import Metrics
 from app.persistence.mongo import is_unreachable
 from app.persistence.outage import MongoOutage
 from app.runs.events import EventLog
 from app.schemas.kotlin import ProgressPush
+from app.texts import texts
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,6 @@ from app.config import Settings
 from app.graph import report
 from app.graph.approval import is_approved
 from app.graph.nodes._common import run_language
-from app.graph.texts import texts
 from app.llm.budget import BudgetExceededError, BudgetLimits, BudgetTracker
 from app.llm.provider import LlmError
 from app.llm.scope import LlmScope, current_scope, scope_for, use_scope
@@ -49,16 +48,23 @@ from app.runs.status import record_of, run_summary, status_map
 from app.schemas.domain import CodingTask
 from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest, ProgressPush, StatusPush
 from app.schemas.runs import RunList
+from app.texts import Texts, texts
 
 log = logging.getLogger(__name__)
 
-CANCELLED_MESSAGE = "Orchestrace zrušena uživatelem"
-RESTARTED_MESSAGE = "Orchestrace přerušena restartem služby — spusťte úlohu znovu"
-CLOUD_REJECTED_MESSAGE = "Lokální model selhal a použití cloudového modelu bylo zamítnuto"
 #: How long a cancel or crash report may wait for the checkpoint before the error goes out without it.
 REPORT_READ_SECONDS = 5.0
-SUSPENDED_MESSAGE = "Orchestrace pozastavena (restart služby); bude obnovena z posledního checkpointu"
-OUTAGE_SUSPENDED_MESSAGE = "Orchestrace pozastavena (MongoDB nedostupná); bude obnovena z posledního checkpointu"
+
+#: What ended a run outside its graph, in the run's language (a quoted exception needs no texts).
+Problem = Callable[[Texts], str] | str
+
+
+def _cancelled(t: Texts) -> str:
+    return t.cancelled
+
+
+def _cloud_rejected(t: Texts) -> str:
+    return t.cloud_rejected
 
 
 @dataclass
@@ -75,6 +81,8 @@ class ActiveRun:
     """Read by the runners when the task is cancelled: stop the agent, or leave it for adoption."""
     journal: RunJournal | None = None
     """Writes the run record as the segment goes (creation, usage at node ends, outcome)."""
+    language: str = ""
+    """The run's language (what intake decides, known before it runs): texts said outside the graph."""
 
 
 def initial_state(request: OrchestrateRequest, thread_id: str, limits: BudgetLimits | None = None) -> dict[str, Any]:
@@ -145,13 +153,15 @@ class RunManager:
         thread_id = new_thread_id(request.task_id)
         slot = await self._admission.admit(thread_id)
         run = ActiveRun(RunIdentity(thread_id, request.task_id, request.client_id))
-        record = RunRecord(thread_id=thread_id, task_id=request.task_id, client_id=request.client_id,
-                           status="running", pod_id=self._admission.pod_id, fence=slot.token,
-                           created_at=time.time(), updated_at=time.time())
         limits = BudgetLimits(max_tokens=self._settings.budget_max_tokens,
                               max_cost_usd=self._settings.budget_max_cost_usd,
                               max_seconds=self._settings.budget_max_seconds)
-        self._spawn(run, slot, initial_state(request, thread_id, limits), record=record)
+        state = initial_state(request, thread_id, limits)
+        record = RunRecord(thread_id=thread_id, task_id=request.task_id, client_id=request.client_id,
+                           status="running", pod_id=self._admission.pod_id, fence=slot.token,
+                           language=run_language(state, self._settings), created_at=time.time(),
+                           updated_at=time.time())
+        self._spawn(run, slot, state, record=record)
         return run
 
     async def resume(self, thread_id: str, approval: ApprovalResponse) -> ActiveRun | None:
@@ -165,7 +175,7 @@ class RunManager:
                         "modification": approval.modification}
         action = (snapshot.interrupts[0].value or {}).get("action") if snapshot.interrupts else None
         if action == "cloud_model" and not is_approved(resume_value):
-            await self._end_waiting(thread_id, CLOUD_REJECTED_MESSAGE)
+            await self._end_waiting(thread_id, _cloud_rejected, known=snapshot.values)
             return None
         slot = await self._admission.admit(thread_id)
         # The run record is the arbiter: only one resume (on any pod) gets past this.
@@ -193,17 +203,17 @@ class RunManager:
             run.task.cancel()
             await asyncio.wait({run.task}, timeout=15)
             return
-        await self._end_waiting(thread_id, CANCELLED_MESSAGE)
+        await self._end_waiting(thread_id, _cancelled)
 
-    async def _end_waiting(self, thread_id: str, error: str) -> None:
+    async def _end_waiting(self, thread_id: str, problem: Problem, known: dict[str, Any] | None = None) -> None:
         """A run waiting for the user ends without running: record it and tell Kotlin what was
         done before it ended."""
         record = await self._runs.get(thread_id)
-        cancelled = error == CANCELLED_MESSAGE
-        if record is not None:
-            error = self._redact(await self._failure_text(thread_id, None if cancelled else error))
-        if record is None or not await self._runs.transition(thread_id, from_status="interrupted",
-                                                             status="error", error=error):
+        cancelled = problem is _cancelled
+        if record is None:
+            raise RunNotFoundError(f"No active task for {thread_id}")
+        error = self._redact(await self._failure_text(thread_id, problem, known, fallback_language=record.language))
+        if not await self._runs.transition(thread_id, from_status="interrupted", status="error", error=error):
             raise RunNotFoundError(f"No active task for {thread_id}")
         self._metrics.orchestration_ended("cancelled" if cancelled else "error")
         await self._kotlin.push_status(StatusPush(task_id=record.task_id, client_id=record.client_id,
@@ -250,7 +260,8 @@ class RunManager:
         run = ActiveRun(RunIdentity(thread_id, record.task_id, record.client_id))
         if not snapshot.values:  # died before its first checkpoint: nothing to continue
             self._active[thread_id] = run
-            await self._close(run, slot, RunOutcome(status="error", error=RESTARTED_MESSAGE),
+            language = record.language or run_language({}, self._settings)
+            await self._close(run, slot, RunOutcome(status="error", error=texts(language).run_restarted),
                               self._events.log(thread_id))
             return False
         self._spawn(run, slot, None, known=snapshot.values)
@@ -262,6 +273,7 @@ class RunManager:
                known: dict[str, Any] | None = None) -> None:
         thread_id = run.identity.thread_id
         self._active[thread_id] = run
+        run.language = run_language(known or (graph_input if isinstance(graph_input, dict) else {}), self._settings)
         events = self._events.log(thread_id)
         events.open()
         # The task copies the context it is created in: every log line of the run names it.
@@ -287,30 +299,34 @@ class RunManager:
         except MongoUnavailableError as exc:  # the outage outlasted its wait: recovery continues the run
             log.error("suspending %s: %s", identity.thread_id, exc)
             watcher.cancel()
-            return await self._suspend(run, slot, events, OUTAGE_SUSPENDED_MESSAGE)
+            return await self._suspend(run, slot, events, outage=True)
         except asyncio.CancelledError:
             if not run.cancel_requested:  # shutdown or a lost lease: the run is not over
                 watcher.cancel()
                 return await self._suspend(run, slot, events)
-            outcome = RunOutcome(status="error", percent=run.progress.percent,
-                                 error=await self._failure_text(identity.thread_id, None, run.progress.values))
+            outcome = RunOutcome(status="error", percent=run.progress.percent, error=await self._failure_text(
+                identity.thread_id, _cancelled, run.progress.values, fallback_language=run.language))
         except (LlmError, WorkspaceError, BudgetExceededError) as exc:  # expected: one line, no traceback
             log.warning("orchestration %s failed: %s", identity.thread_id, exc)
             outcome = RunOutcome(status="error", percent=run.progress.percent, error=await self._failure_text(
-                identity.thread_id, f"{type(exc).__name__}: {exc}", run.progress.values))
+                identity.thread_id, f"{type(exc).__name__}: {exc}", run.progress.values,
+                fallback_language=run.language))
         except Exception as exc:  # every failure must reach Kotlin as an error status
             log.exception("orchestration %s failed", identity.thread_id)
             outcome = RunOutcome(status="error", percent=run.progress.percent, error=await self._failure_text(
-                identity.thread_id, f"{type(exc).__name__}: {exc}", run.progress.values))
+                identity.thread_id, f"{type(exc).__name__}: {exc}", run.progress.values,
+                fallback_language=run.language))
         finally:
             watcher.cancel()
         await self._close(run, slot, outcome, events)
         return outcome
 
-    async def _failure_text(self, thread_id: str, problem: str | None, known: dict[str, Any] | None = None) -> str:
-        """The error of a run that ended outside its graph (cancel, crash): the problem (None =
-        cancelled by the user), then what was done and is left — from the state the driver saw
-        (a running run) or the last checkpoint (a waiting one), read within a deadline."""
+    async def _failure_text(self, thread_id: str, problem: Problem, known: dict[str, Any] | None = None, *,
+                            fallback_language: str | None = None) -> str:
+        """The error of a run that ended outside its graph (cancel, crash): the problem, then
+        what was done and is left — from the state the driver saw (a running run) or the last
+        checkpoint (a waiting one), read within a deadline — in the run's language (the state's,
+        else `fallback_language`, else the configured one)."""
         values = known or {}
         if not values:
             try:
@@ -318,8 +334,8 @@ class RunManager:
                     values = (await self._graph.aget_state(self._driver.config(thread_id))).values or {}
             except Exception:  # the report is a courtesy; the error must go out anyway
                 log.warning("no checkpoint to report on for %s", thread_id, exc_info=True)
-        t = texts(run_language(values, self._settings))
-        return report.error_text(problem or t.cancelled, values, t)
+        t = texts(run_language(values or {"language": fallback_language}, self._settings))
+        return report.error_text(problem if isinstance(problem, str) else problem(t), values, t)
 
     async def _close(self, run: ActiveRun, slot: Slot, outcome: RunOutcome, events: EventLog) -> None:
         """Record the outcome, free the slot, tell Kotlin and the stream; all of it only while
@@ -351,12 +367,13 @@ class RunManager:
             events.close()
             self._active.pop(run.identity.thread_id, None)
 
-    async def _suspend(self, run: ActiveRun, slot: Slot, events: EventLog,
-                       message: str = SUSPENDED_MESSAGE) -> RunOutcome:
+    async def _suspend(self, run: ActiveRun, slot: Slot, events: EventLog, *, outage: bool = False) -> RunOutcome:
         """Leave the run `running` in MongoDB and free its slot: recovery (this pod after a
         restart, or any other pod) continues it from its last checkpoint, re-attaching to an
         agent Job left running. Kotlin hears nothing, so the task is not failed for a deployment."""
         thread_id = run.identity.thread_id
+        t = texts(run.language)
+        message = t.run_suspended_outage if outage else t.run_suspended
         log.warning("suspending %s (%s): it will be resumed from its last checkpoint", thread_id,
                     run.control.reason or "cancelled")
         self._metrics.orchestration_ended("suspended")
@@ -376,7 +393,8 @@ class RunManager:
         values = known or (graph_input if isinstance(graph_input, dict) else {})
         previous = None if isinstance(graph_input, dict) else await self._read_record(identity.thread_id)
 
-        t = texts(run_language(values, self._settings))
+        language = run_language(values, self._settings)
+        t = texts(language)
 
         def warn(dimension: str, fraction: float) -> None:
             message = t.budget_warning.format(fraction=f"{fraction:.0%}", dimension=dimension)
@@ -386,7 +404,7 @@ class RunManager:
                                                            node=current_scope().node, message=message))
 
         tracker = BudgetTracker(limits=BudgetLimits(**(values.get("budget_limits") or {})),
-                                warn_fraction=self._settings.budget_warn_fraction, on_warning=warn)
+                                warn_fraction=self._settings.budget_warn_fraction, on_warning=warn, language=language)
         if previous is not None:
             tracker.restore(previous.usage)
             progress.percent = max(progress.percent, previous.percent)

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from app.config import Settings
-from app.runs.manager import SUSPENDED_MESSAGE
 from app.schemas.kotlin import OrchestrateRequest
+from app.texts import CS
 from tests.fixtures.llm_server import Reply
 from tests.fixtures.pods import Pod, start_pod
 from tests.fixtures.service import configure_cluster
@@ -99,7 +99,7 @@ async def test_shutdown_leaves_the_agent_job_and_the_next_pod_finishes_with_it(p
     await leaving.stop()  # SIGTERM: the grace period passes mid-step
 
     assert k8s.processes_alive(name) and name in k8s.jobs() and not k8s.deletes
-    assert (await leaving.manager.wait(run)).error == SUSPENDED_MESSAGE
+    assert (await leaving.manager.wait(run)).error == CS.run_suspended  # a Czech request
     assert not statuses(kotlin, run.identity.thread_id)  # Kotlin is not told the run failed
 
     following = await pods("pod-b")
@@ -127,7 +127,7 @@ async def test_a_pod_whose_slot_was_taken_over_leaves_the_job_and_tells_no_one(p
 
     assert await taker.recovery.recover_once() == [run.identity.thread_id]  # the slot looked stale: taken over
 
-    assert (await asyncio.wait_for(fenced.manager.wait(run), 10)).error == SUSPENDED_MESSAGE
+    assert (await asyncio.wait_for(fenced.manager.wait(run), 10)).error == CS.run_suspended  # a Czech request
     assert fenced.count("jervis_lock_lost") == 1 and fenced.count("jervis_orchestrations", outcome="suspended") == 1
     asked = await asyncio.to_thread(kotlin.wait_for_status, thread_id=run.identity.thread_id, status="interrupted",
                                     timeout=60)

@@ -14,7 +14,7 @@ APP = REPO / "app"
 
 #: Who may import whom: a package imports its own rank or lower (api → runs → graph → services → base).
 RANK = {
-    "schemas": 0, "config": 0, "runtime": 0, "observability": 0,
+    "schemas": 0, "config": 0, "runtime": 0, "observability": 0, "texts": 0,
     "llm": 1, "agents": 1, "persistence": 1, "clients": 1,
     "graph": 2, "correction": 2, "chat": 2, "kb": 2,
     "runs": 3,

@@ -11,12 +11,13 @@ from langgraph.runtime import Runtime
 
 from app.agents.workspace import render_environment
 from app.config import Settings
-from app.graph import chat, intent
+from app.graph import chat
 from app.graph.agent_selection import select_agent
 from app.graph.context import RunContext
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import TaskDict
 from app.schemas.domain import CodingStep, StepType
+from app.texts.language import choose_language
 
 NodeRuntime = Runtime[RunContext]
 CONVERSATION_CHARS = 3000
@@ -34,12 +35,9 @@ def clip(text: str, limit: int) -> str:
 def run_language(state: OrchestratorState, settings: Settings) -> str:
     """The run's language: what intake decided, the configured one, or (`auto`, before intake
     ran) the request's own."""
-    configured = settings.response_language
     if state.get("language"):
         return str(state["language"])
-    if configured != "auto":
-        return configured
-    return intent.detect_language(str((state.get("task") or {}).get("query", "")), default="cs")
+    return choose_language(settings.response_language, str((state.get("task") or {}).get("query", "")))
 
 
 def emit(event: dict[str, Any]) -> None:

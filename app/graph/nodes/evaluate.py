@@ -17,8 +17,8 @@ from app.agents.test_command import resolve_test_command
 from app.graph import integrity, step_changes, verification
 from app.graph.nodes._common import NodeRuntime, clip, current_goal, current_step, emit, run_language, task_of
 from app.graph.state import OrchestratorState
-from app.graph.texts import Texts, texts
 from app.schemas.domain import CheckStatus, CodingStep, Evaluation, EvaluationCheck, ReviewVerdict, StepType
+from app.texts import Texts, texts
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,12 @@ from app.graph.nodes._common import (
     task_of,
 )
 from app.graph.state import OrchestratorState
-from app.graph.texts import texts
 from app.graph.tracker_ops import TrackerCall, carry_out
 from app.kb.prefetch import prefetch_kb_context
 from app.llm.provider import LlmError
 from app.persistence.context_store import ContextStore
 from app.schemas.domain import CodingStep, Recovery, StepResult, StepType
+from app.texts import texts
 
 
 log = logging.getLogger(__name__)

@@ -16,13 +16,13 @@ import re
 from typing import Any
 
 from app.graph import chat, prompts, report
-from app.graph.intent import detect_language
 from app.graph.nodes._common import NodeRuntime, run_language, task_of
 from app.graph.state import OrchestratorState
-from app.graph.texts import Texts, texts
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
 from app.llm.scope import current_scope
+from app.texts import Texts, texts
+from app.texts.language import detect_language
 
 log = logging.getLogger(__name__)
 #: 3-5 sentences need about 150 tokens; a small model asked for them still writes pages of

@@ -39,8 +39,8 @@ from app.graph.nodes._common import (
 )
 from app.graph.report import changed_files
 from app.graph.state import OrchestratorState
-from app.graph.texts import texts
 from app.schemas.domain import CodingStep, StepType
+from app.texts import Texts, texts
 
 GIT_TIMEOUT_SECONDS = 300
 
@@ -59,18 +59,19 @@ def branch_allowed(branch: str, rules: dict[str, Any]) -> bool:
     return not allowed or any(fnmatch(branch, pattern) for pattern in allowed)
 
 
-def apply_branch_rule(branch: str, rule: Modification, rules: dict[str, Any], task_id: str) -> tuple[str, str | None]:
-    """The branch after the user's rule, and a warning when the rule could not be followed."""
+def apply_branch_rule(branch: str, rule: Modification, rules: dict[str, Any], task_id: str,
+                      t: Texts) -> tuple[str, str | None]:
+    """The branch after the user's rule, and a warning (for the report) when the rule could not be followed."""
     if rule.target_branch:
         if branch_allowed(rule.target_branch, rules):
             return rule.target_branch, None
-        return branch, f"branch '{rule.target_branch}' is not among the allowed branches; used '{branch}'"
+        return branch, t.warning_branch_not_allowed.format(branch=rule.target_branch, used=branch)
     forbidden = rule.forbidden_branch or ""
     if forbidden and (branch == forbidden or fnmatch(branch, forbidden)):
         for candidate in (f"task/{task_id}", f"jervis/{task_id}"):
             if candidate != forbidden and branch_allowed(candidate, rules):
                 return candidate, None
-        return branch, f"no allowed branch other than '{forbidden}'"
+        return branch, t.warning_no_other_branch.format(branch=forbidden)
     return branch, None
 
 
@@ -178,7 +179,8 @@ def _condition(state: OrchestratorState, runtime: NodeRuntime, text: str, branch
     """What a condition on an approved commit changes: the branch, one more step, or a note."""
     rule = classify_modification(text)
     if rule.kind == "branch":
-        chosen, warning = apply_branch_rule(branch, rule, state.get("rules", {}), task_of(state)["id"])
+        chosen, warning = apply_branch_rule(branch, rule, state.get("rules", {}), task_of(state)["id"],
+                                            texts(run_language(state, runtime.context.settings)))
         return chosen, {"user_conditions": [text], **({"warnings": [warning]} if warning else {})}
     if rule.kind == "add_step" and not halted:
         return branch, added_step(state, runtime, text, branch)

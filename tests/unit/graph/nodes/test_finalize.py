@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.graph.nodes.finalize import git_note, structured_summary, usable_report
-from app.graph.texts import CS, EN
+from app.texts import CS, EN
 
 
 def _step(index: int, success: bool, files: list[str], attempt: int = 1) -> dict[str, Any]:
