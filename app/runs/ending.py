@@ -86,6 +86,7 @@ class RunEnding:
                 await slot.release()
                 run.outcome = outcome
                 await self._announce(run.identity, outcome, events)
+                await self.mark_announced(run.identity.thread_id)
             else:
                 log.error("run %s: this pod lost its lease (taken over, or no heartbeat within the deadline); "
                           "its %s outcome is left unrecorded and unannounced for the run's next owner",
@@ -135,9 +136,29 @@ class RunEnding:
             if_fence=slot.token, status=outcome.status, summary=outcome.summary, error=outcome.error,
             interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
             branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage, percent=outcome.percent,
-            report=outcome.report,
+            report=outcome.report, interrupt_id=outcome.interrupt_id, announced=False,
         )
         return slot.holds() if written is None else written
+
+    async def mark_announced(self, thread_id: str) -> None:
+        """The status push is in the outbox: recovery need not repeat it (if this write is lost it
+        does, and the outbox identity makes the repeat harmless)."""
+        try:
+            await self._runs.update(thread_id, announced=True)
+        except Exception:
+            log.warning("could not mark %s announced; recovery will announce it again", thread_id, exc_info=True)
+
+    async def reannounce(self, record: RunRecord) -> None:
+        """Push the status of an ended run whose announcement a crash lost, from its record."""
+        log.warning("announcing the %s outcome of %s, lost by a crash before its status push", record.status,
+                    record.thread_id)
+        await self._kotlin.push_status(StatusPush(
+            task_id=record.task_id, client_id=record.client_id, thread_id=record.thread_id, status=record.status,
+            summary=record.summary if record.status == "done" else None, error=record.error,
+            interrupt_action=record.interrupt_action, interrupt_description=record.interrupt_description,
+            branch=record.branch, artifacts=record.artifacts,
+        ), segment=record.interrupt_id or "")
+        await self.mark_announced(record.thread_id)
 
     async def _announce(self, identity: RunIdentity, outcome: RunOutcome, events: EventLog) -> None:
         await self._kotlin.push_status(StatusPush(

@@ -163,11 +163,13 @@ class RunManager:
         if record is None:
             raise RunNotFoundError(f"No active task for {thread_id}")
         error = self._redact(await self._ending.failure_text(thread_id, problem, known, fallback_language=record.language))
-        if not await self._runs.transition(thread_id, from_status="interrupted", status="error", error=error):
+        if not await self._runs.transition(thread_id, from_status="interrupted", status="error", error=error,
+                                           interrupt_id=None, announced=False):
             raise RunNotFoundError(f"No active task for {thread_id}")
         self._metrics.orchestration_ended("cancelled" if by_user else "error")
         await self._kotlin.push_status(StatusPush(task_id=record.task_id, client_id=record.client_id,
                                                   thread_id=thread_id, status="error", error=error))
+        await self._ending.mark_announced(thread_id)
         self._events.log(thread_id).publish("error", {"error": error})
 
     async def wait(self, run: ActiveRun) -> RunOutcome:
@@ -201,6 +203,9 @@ class RunManager:
 
     def runs_here(self, thread_id: str) -> bool:
         return thread_id in self._active
+
+    async def reannounce(self, record: RunRecord) -> None:
+        await self._ending.reannounce(record)
 
     async def adopt(self, record: RunRecord, slot: Slot) -> bool:
         """Continue a run recovery claimed for this pod from its last checkpoint; the run owns

@@ -22,7 +22,7 @@ from app.texts import CS
 from tests.fixtures.llm_server import Reply
 from tests.fixtures.pods import Pod, start_pod
 from tests.fixtures.service import configure_cluster
-from tests.support import classification, code_task_script, make_git_repo, new_task_id, node_marker, orchestrate_body
+from tests.support import until, classification, code_task_script, make_git_repo, new_task_id, node_marker, orchestrate_body
 
 pytestmark = pytest.mark.slow
 
@@ -71,14 +71,6 @@ def agent_jobs(k8s: Any, task_id: str) -> list[str]:
 def statuses(kotlin: Any, thread_id: str) -> list[dict[str, Any]]:
     return [s for s in kotlin.statuses if s["threadId"] == thread_id]
 
-
-async def until(probe: Callable[[], Any], what: str, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := probe()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-    return value
 
 
 async def running_job(k8s: Any, task_id: str) -> str:
@@ -165,3 +157,9 @@ async def test_a_fenced_pod_that_finishes_anyway_records_and_pushes_nothing(pods
     assert [s["status"] for s in statuses(kotlin, thread_id)] == ["done"]
     stored = await taker.runs.get(thread_id)
     assert stored is not None and (stored.summary, stored.pod_id) == ("Odpověď pody B", "pod-b")
+    for _ in range(100):  # marked right after the status push is stored, which Kotlin may hear first
+        if stored is not None and stored.announced:
+            break
+        await asyncio.sleep(0.05)
+        stored = await taker.runs.get(thread_id)
+    assert stored is not None and stored.announced  # recovery will not announce it again

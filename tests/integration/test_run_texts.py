@@ -21,7 +21,7 @@ from app.schemas.thread_ids import new_thread_id
 from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest
 from tests.fixtures.llm_server import Reply
 from tests.fixtures.pods import Pod, start_pod
-from tests.support import classification, new_task_id, node_marker, orchestrate_body
+from tests.support import until, classification, new_task_id, node_marker, orchestrate_body
 
 ENGLISH = "Explain what the billing module does"
 CZECH = "Vysvětli, co dělá modul fakturace"
@@ -77,14 +77,6 @@ def request(query: str, **fields: Any) -> OrchestrateRequest:
 async def error_of(kotlin: Any, thread_id: str) -> str:
     return str((await asyncio.to_thread(kotlin.wait_for_status, thread_id=thread_id, status="error"))["error"])
 
-
-async def until(probe: Callable[[], Any], what: str, timeout: float = 20) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := probe()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
-    return value
 
 
 def held_answer(hold: threading.Event) -> list[Reply]:

@@ -37,6 +37,9 @@ class Adopter:
         self.slots.append(slot)
         return True
 
+    async def reannounce(self, record: RunRecord) -> None:
+        raise AssertionError(f"{record.thread_id} was announced; these tests end no run")
+
 
 class Pod:
     def __init__(self, db: Db, pod_id: str, *, slots: int = 2, adopter: Adopter | None = None) -> None:
