@@ -1,4 +1,4 @@
-"""Self-tests of the fake Kubernetes API (tests/fixtures/k8s_server.py), through the real client.
+"""Self-tests of the fake Kubernetes API (tests/fixtures/k8s/), through the real client.
 
 The orchestrator's Job runner is tested against this fake, so each test pins one
 behaviour it relies on, over real HTTP with the official ``kubernetes`` client
@@ -21,7 +21,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
-from tests.fixtures.k8s_server import FakeKubernetesApi
+from tests.fixtures.k8s import FakeKubernetesApi
 
 NS = "jervis"
 IMAGE = "registry.local/jervis-agent:test"
