@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.k8s_server import KILL_GRACE_SECONDS
+from tests.fixtures.k8s import KILL_GRACE_SECONDS
 from tests.fixtures.service import configure_cluster, kubernetes_env
 from tests.fixtures.llm_server import Reply
 from tests.support import (
