@@ -16,8 +16,8 @@ from langgraph.checkpoint.mongodb import MongoDBSaver
 from app.agents.factory import create_runner, describe_agents
 from app.agents.workspace import WorkspaceManager
 from app.chat.compression import ChatCompressor
-from app.clients.knowledge_base import KnowledgeBaseClient
 from app.clients.delivery import DeliveryService
+from app.clients.knowledge_base import KnowledgeBaseClient
 from app.clients.kotlin import KotlinClient
 from app.clients.outbox import OutboxWriter
 from app.config import Settings
@@ -29,8 +29,8 @@ from app.health import HealthChecker
 from app.llm.health import ProviderHealth
 from app.graph.llm_gate import ApprovingLlm
 from app.llm.provider import LitellmProvider
-from app.observability.redaction import Redactor
 from app.observability.metrics import Metrics
+from app.observability.redaction import Redactor
 from app.persistence import context_store as context_store_module
 from app.persistence import lock as lock_module
 from app.persistence import outbox as outbox_module

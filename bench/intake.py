@@ -19,13 +19,13 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.config import Settings  # noqa: E402
-from app.dev.embedded_model import EmbeddedModel  # noqa: E402
-from app.dev.model_cache import DEFAULT_CACHE_DIR  # noqa: E402
-from app.dev.model_download import cached_model  # noqa: E402
-from app.graph import intent  # noqa: E402
-from app.graph.classification import RULE, classify  # noqa: E402
-from app.llm.provider import LitellmProvider  # noqa: E402
+from app.config import Settings
+from app.dev.embedded_model import EmbeddedModel
+from app.dev.model_cache import DEFAULT_CACHE_DIR
+from app.dev.model_download import cached_model
+from app.graph import intent
+from app.graph.classification import RULE, classify
+from app.llm.provider import LitellmProvider
 
 REQUESTS = (
     "Add a subtract(a, b) function to calc.py",

@@ -27,17 +27,17 @@ from typing import Any, TypedDict
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import httpx  # noqa: E402
-from langgraph.checkpoint.mongodb import MongoDBSaver  # noqa: E402
-from pymongo import MongoClient  # noqa: E402
+import httpx
+from langgraph.checkpoint.mongodb import MongoDBSaver
+from pymongo import MongoClient
 
-from app.dev.embedded_mongo import EmbeddedMongo  # noqa: E402
-from bench import graphs  # noqa: E402
-from tests.fixtures.kb_server import FakeKbServer  # noqa: E402
-from tests.fixtures.kotlin_server import FakeKotlinServer  # noqa: E402
-from tests.fixtures.llm_server import ScriptedLlmServer  # noqa: E402
-from tests.fixtures.service import ServiceProcess, service_env  # noqa: E402
-from tests.support import advice_script, orchestrate_body  # noqa: E402
+from app.dev.embedded_mongo import EmbeddedMongo
+from bench import graphs
+from tests.fixtures.kb_server import FakeKbServer
+from tests.fixtures.kotlin_server import FakeKotlinServer
+from tests.fixtures.llm_server import ScriptedLlmServer
+from tests.fixtures.service import ServiceProcess, service_env
+from tests.support import advice_script, orchestrate_body
 
 NODES = 4
 LLM_CALLS = 2  # intake and respond

@@ -26,7 +26,13 @@ from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
 from app.agents.control import should_detach
 from app.agents.job_spec import APP_LABEL, build_job, job_name, label_value, step_label
 from app.agents.k8s_client import (
-    KubernetesApi, LogStream, fatal_pod_problem, job_failure_reason, job_finished, pod_started, pod_summary,
+    KubernetesApi,
+    LogStream,
+    fatal_pod_problem,
+    job_failure_reason,
+    job_finished,
+    pod_started,
+    pod_summary,
 )
 from app.agents.outcome import judge
 from app.agents.workspace import ResultFileError, WorkspaceManager

@@ -217,7 +217,7 @@ def _parse_raw(text: str) -> list[Change]:
     """`diff-tree -r -z --raw --no-renames`: `:<old mode> <new mode> <old> <new> <status>\\0<path>\\0` records."""
     fields = text.split("\0")
     changes: list[Change] = []
-    for meta, path in zip(fields[0::2], fields[1::2]):
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
         if not meta.startswith(":"):
             continue
         old_mode, new_mode, _old, _new, status = meta[1:].split(" ")

@@ -11,7 +11,6 @@ from app.chat.compression import CompressionError
 from app.correction.errors import CorrectionUpstreamError
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 
-
 #: OpenAPI entry of routes whose answer depends on the LLM or the KB behind them (`_upstream`).
 UPSTREAM_RESPONSES: dict[int | str, dict[str, object]] = {
     502: {"description": "The model or the Knowledge Base behind this route failed or answered nonsense ({detail})"},

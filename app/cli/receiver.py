@@ -130,7 +130,7 @@ class PushReceiver:
 
 def _handler_for(receiver: PushReceiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             if self.path in PLACEHOLDERS:
@@ -149,7 +149,7 @@ def _handler_for(receiver: PushReceiver) -> type[BaseHTTPRequestHandler]:
                 return
             self._reply(200, {"ok": True})
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._reply(404, {"ok": False})
 
         def _reply(self, code: int, body: dict[str, Any]) -> None:

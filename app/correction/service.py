@@ -7,21 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.correction import prompts
-from app.correction.chunking import (
-    CHUNK_SIZE,
-    GPU_CTX_CAP,
-    OUTPUT_BUDGET,
-    estimate_tokens,
-    plan_chunks,
-)
+from app.correction.chunking import CHUNK_SIZE, GPU_CTX_CAP, OUTPUT_BUDGET, estimate_tokens, plan_chunks
 from app.correction.errors import CorrectionModelError, RuleStoreError
-from app.correction.merge import (
-    CorrectionReply,
-    InstructReply,
-    ModelRule,
-    build_questions,
-    merge_texts,
-)
+from app.correction.merge import CorrectionReply, InstructReply, ModelRule, build_questions, merge_texts
 from app.correction.progress import CorrectionProgress, ProgressSink
 from app.correction.rules import CorrectionRule
 from app.correction.store import RuleStore

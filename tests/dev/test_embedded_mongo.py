@@ -42,12 +42,10 @@ def test_start_serves_loopback_url_and_stop_is_idempotent(tmp_path: Path) -> Non
 
 def test_data_dir_persists_across_restart(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    with EmbeddedMongo(data_dir=data_dir, work_dir=tmp_path / "run1") as first:
-        with MongoClient(first.url) as client:
-            client["keep"]["docs"].insert_one({"_id": "a", "value": 42})
-    with EmbeddedMongo(data_dir=data_dir, work_dir=tmp_path / "run2") as second:
-        with MongoClient(second.url) as client:
-            assert client["keep"]["docs"].find_one({"_id": "a"}) == {"_id": "a", "value": 42}
+    with EmbeddedMongo(data_dir=data_dir, work_dir=tmp_path / "run1") as first, MongoClient(first.url) as client:
+        client["keep"]["docs"].insert_one({"_id": "a", "value": 42})
+    with EmbeddedMongo(data_dir=data_dir, work_dir=tmp_path / "run2") as second, MongoClient(second.url) as client:
+        assert client["keep"]["docs"].find_one({"_id": "a"}) == {"_id": "a", "value": 42}
 
 
 def test_missing_executable_raises_clear_error(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ import hashlib
 import http.server
 import io
 import json
-import socket
 import os
+import socket
 import sys
 import threading
 import time
@@ -179,7 +179,7 @@ def ollama_like() -> Iterator[str]:
     """A server answering `GET /api/tags` like Ollama."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self) -> None:
             ok = self.path == "/api/tags"
             body = b'{"models": []}' if ok else b"{}"
             self.send_response(200 if ok else 404)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.fixtures.k8s import KILL_GRACE_SECONDS
-from tests.fixtures.service import configure_cluster, kubernetes_env
 from tests.fixtures.llm_server import Reply
+from tests.fixtures.service import configure_cluster, kubernetes_env
 from tests.support import (
     approval,
     classification,

@@ -8,12 +8,7 @@ from fastapi import APIRouter
 
 from app.api.deps import RunManagerDep, SettingsDep
 from app.api.limits import check_text_lengths
-from app.schemas.kotlin import (
-    OrchestrateRequest,
-    OrchestrateResponse,
-    StepResultOut,
-    StreamStartResponse,
-)
+from app.schemas.kotlin import OrchestrateRequest, OrchestrateResponse, StepResultOut, StreamStartResponse
 
 router = APIRouter(tags=["orchestrate"])
 

@@ -31,7 +31,6 @@ from app.persistence.context_store import ContextStore
 from app.schemas.domain import CodingStep, Recovery, StepResult, StepType
 from app.texts import texts
 
-
 log = logging.getLogger(__name__)
 
 FINDINGS_CHARS = 1500

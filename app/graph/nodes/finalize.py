@@ -79,8 +79,8 @@ async def finalize(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
         updates |= {"final_result": summary, "error": report.error_text(problem, state, t)}
     else:
         summary = state.get("final_result") or ""
-        if not summary or state.get("step_results") and any(r.get("step_type") != "respond"
-                                                             for r in state["step_results"]):
+        if not summary or (state.get("step_results") and any(r.get("step_type") != "respond"
+                                                             for r in state["step_results"])):
             summary = await _written(state, runtime, t, language)
         else:  # an answer: the notices the structured report would carry are added here
             summary = "\n\n".join([summary, *report.notice_lines(state, t)])
