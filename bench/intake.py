@@ -53,7 +53,8 @@ async def measure(settings: Settings, requests: tuple[str, ...]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--api-base", help="an OpenAI-compatible server already running (default: start the embedded model)")
+    parser.add_argument("--api-base",
+                        help="an OpenAI-compatible server already running (default: start the embedded model)")
     parser.add_argument("--model", default="openai/qwen2.5-coder-1.5b", help="litellm model string with --api-base")
     parser.add_argument("requests", nargs="*", help="requests to classify (default: a fixed set in both languages)")
     args = parser.parse_args()

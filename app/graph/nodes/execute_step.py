@@ -47,7 +47,8 @@ def retry_feedback(state: OrchestratorState, step: CodingStep, language: str) ->
     recovery = Recovery.model_validate(raw)
     if (recovery.goal_index, recovery.step_index) != (state.get("current_goal_index", 0), step.index):
         return ""
-    lines = [f"## {texts(language).retry_section.format(attempt=recovery.attempt)}", clip(recovery.failure, FEEDBACK_CHARS)]
+    lines = [f"## {texts(language).retry_section.format(attempt=recovery.attempt)}",
+             clip(recovery.failure, FEEDBACK_CHARS)]
     if recovery.root_cause:
         lines.append(f"Root cause: {recovery.root_cause}")
     if recovery.hint:

@@ -80,8 +80,9 @@ async def run_git(state: OrchestratorState, runtime: NodeRuntime, workspace: Pat
     ctx = runtime.context
     task = task_of(state)
     agent = ctx.settings.git_agent
-    brief = StepBrief(agent_type=agent, instructions=f"Git {action}: see .jervis/git.json", task=task_brief(state, 0, 0),
-                      title=f"git {action}", kb_env=kb_env(ctx.settings, task), git_plan={"action": action, **plan})
+    brief = StepBrief(agent_type=agent, instructions=f"Git {action}: see .jervis/git.json",
+                      task=task_brief(state, 0, 0), title=f"git {action}", kb_env=kb_env(ctx.settings, task),
+                      git_plan={"action": action, **plan})
     job = AgentJob(thread_id=state.get("thread_id", ""), task_id=task["id"], client_id=task["client_id"],
                    project_id=task.get("project_id"), agent_type=agent, workspace=workspace, mode=action,
                    timeout_seconds=GIT_TIMEOUT_SECONDS)

@@ -52,7 +52,7 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
               "progress_floor": progress.monotonic(0.0, state, "replan")}
     if replans_goals(state):
         index = state.get("current_goal_index", 0)
-        finished = [g for g in state.get("goals", [])[:index]]
+        finished = list(state.get("goals", [])[:index])
         summaries = "\n".join(f"- {s['title']}: {clip(s['summary'], 200)}" for s in state.get("goal_summaries", []))
         plan = await ctx.llm.complete_json(prompts.replan_goals(
             task=task["query"], finished=summaries or "-", failure=_why(decision),

@@ -29,8 +29,9 @@ def code_script(intake: str | Reply, **extra: Reply) -> list[Reply]:
     first = intake if isinstance(intake, Reply) else Reply(match=node_marker("intake"), content=intake, name="intake")
     return [first,
             Reply(match=node_marker("plan"), content=goals_json("Subtract"), name="plan"),
-            Reply(match=node_marker("plan_steps"), content=steps_json(file_block("calc.py", "def add(a, b):\n    return a + b\n\n\n"
-                                                                                 "def subtract(a, b):\n    return a - b")),
+            Reply(match=node_marker("plan_steps"),
+                  content=steps_json(file_block("calc.py", "def add(a, b):\n    return a + b\n\n\n"
+                                                           "def subtract(a, b):\n    return a - b")),
                   name="plan_steps"),
             *extra.values()]
 

@@ -79,7 +79,9 @@ def test_reducers_name_exactly_the_annotated_keys_when_read_from_the_state() -> 
     [{}, {"task_category": "single_task"}, {"task_action": "code"}, {"task_category": "advice", "task_action": "fly"}],
     ids=["empty", "action-missing", "category-missing", "unknown-action"],
 )
-def test_classification_rejects_the_answer_when_category_or_action_is_missing_or_unknown(answer: dict[str, Any]) -> None:
+def test_classification_rejects_the_answer_when_category_or_action_is_missing_or_unknown(
+    answer: dict[str, Any],
+) -> None:
     with pytest.raises(ValidationError):
         Classification.model_validate(answer)
 
