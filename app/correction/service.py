@@ -160,7 +160,7 @@ class CorrectionService:
         rules = await self._store.load_for(client_id=request.client_id, project_id=request.project_id)
         chunks = self._plan(range(len(segments)), self._chunk_size,
                             lambda ps: prompts.instruct([segments[p] for p in ps], rules, request.instruction),
-                            [s for s in segments])
+                            list(segments))
         proposed: list[ModelRule] = []
         summaries: list[str] = []
         result = list(segments)

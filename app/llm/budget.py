@@ -135,5 +135,5 @@ class BudgetTracker:
         for key, usage in (snapshot.get("by_node_tier") or {}).items():
             self.by_key[key] = Usage(prompt_tokens=int(usage.get("prompt_tokens", 0)),
                                      completion_tokens=int(usage.get("completion_tokens", 0)),
-                                     cost_usd=float(usage.get("cost_usd", 0.0)), seconds=float(usage.get("seconds", 0.0)),
-                                     calls=int(usage.get("calls", 0)))
+                                     cost_usd=float(usage.get("cost_usd", 0.0)),
+                                     seconds=float(usage.get("seconds", 0.0)), calls=int(usage.get("calls", 0)))
