@@ -78,9 +78,9 @@ class Settings(BaseSettings):
     """Registry of the agent images."""
     agent_runner: Literal["local", "kubernetes"] = "local"
     """`local`: the agent entrypoint as a subprocess; `kubernetes`: one Job per step."""
-    local_agents: dict[AgentName, AgentName] = Field(default_factory=lambda: {
+    local_agents: dict[AgentName, AgentName] = Field(default_factory=lambda: dict[AgentName, AgentName]({
         "aider": "aider", "openhands": "aider", "claude": "aider", "junie": "aider",
-    })
+    }))
     """Local runner: the agent that runs steps planned for each type (JSON). `aider` is installed into its own
     virtualenv (`AIDER_VENV`) on first use and works with the local LLM (the embedded model or Ollama); the others
     must be on PATH with their own credentials."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
@@ -88,9 +88,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         context_store = ContextStore(db[context_store_module.COLLECTION_NAME], ttl_days=settings.context_ttl_days,
                                      redact=redact)
         run_store = RunStore(db[runs_module.COLLECTION_NAME])
-        outbox_store = OutboxStore(db[outbox_module.COLLECTION_NAME], pod_id=settings.pod_id,
+        outbox_store = OutboxStore(db[outbox_module.COLLECTION_NAME], pod_id=identity.pod_id,
                                    lease_seconds=settings.outbox_lease_seconds)
-        setups = [lock.setup(), context_store.setup(), run_store.setup(), outbox_store.setup()]
+        setups: list[Awaitable[object]] = [lock.setup(), context_store.setup(), run_store.setup(),
+                                            outbox_store.setup()]
         if settings.kotlin_mongodb_database:
             setups.append(ensure_indexes(mongo[settings.kotlin_mongodb_database], KOTLIN_INDEXES))
         await asyncio.gather(*setups)

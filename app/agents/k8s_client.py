@@ -204,14 +204,16 @@ def job_finished(job: client.V1Job) -> str | None:
     """"Complete" or "Failed" once the Job has a final condition, else None."""
     for condition in (job.status.conditions or []) if job.status else []:
         if condition.type in ("Complete", "Failed") and condition.status == "True":
-            return condition.type
+            final: str = condition.type
+            return final
     return None
 
 
 def job_failure_reason(job: client.V1Job) -> str | None:
     for condition in (job.status.conditions or []) if job.status else []:
         if condition.type == "Failed" and condition.status == "True":
-            return condition.reason or condition.message or "Failed"
+            reason: str = condition.reason or condition.message or "Failed"
+            return reason
     return None
 
 

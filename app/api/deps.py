@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
 
@@ -15,40 +15,48 @@ from app.observability.redaction import Redactor
 from app.runs.events import EventHub
 from app.runs.manager import RunManager
 
+if TYPE_CHECKING:  # the lifespan builds everything; the routes only read what it built
+    from app.lifespan import Services
+
+
+def _services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
 
 def get_settings(request: Request) -> Settings:
-    return request.app.state.services.settings
+    return _services(request).settings
 
 
 def get_run_manager(request: Request) -> RunManager:
-    return request.app.state.services.runs
+    return _services(request).runs
 
 
 def get_event_hub(request: Request) -> EventHub:
-    return request.app.state.services.events
+    return _services(request).events
 
 
 def get_health(request: Request) -> HealthChecker:
-    return request.app.state.services.health
+    return _services(request).health
 
 
 def get_metrics(request: Request) -> Metrics:
-    return request.app.state.services.metrics
+    return _services(request).metrics
 
 
 def get_chat_compressor(request: Request) -> ChatCompressor:
-    return request.app.state.services.chat_compressor
+    return _services(request).chat_compressor
 
 
 def get_correction_service(request: Request) -> CorrectionService:
-    return request.app.state.services.correction
+    return _services(request).correction
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
 def get_redactor(request: Request) -> Redactor:
-    return request.app.state.services.redact
+    return _services(request).redact
 
 
 RunManagerDep = Annotated[RunManager, Depends(get_run_manager)]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -17,7 +20,7 @@ UPSTREAM_RESPONSES: dict[int | str, dict[str, object]] = {
 }
 
 
-def _readable(errors: list[dict]) -> str:
+def _readable(errors: Sequence[Mapping[str, Any]]) -> str:
     parts = []
     for error in errors:
         location = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"

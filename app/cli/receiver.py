@@ -25,7 +25,7 @@ from app.schemas.kotlin import ProgressPush, StatusPush
 PROGRESS_PATH = "/internal/orchestrator-progress"
 STATUS_PATH = "/internal/orchestrator-status"
 #: Answered as Kotlin does, so a run that uses them does not fail because the client listens.
-PLACEHOLDERS = {"/internal/correction-progress": {"ok": True},
+PLACEHOLDERS: dict[str, dict[str, Any]] = {"/internal/correction-progress": {"ok": True},
                 "/internal/tracker/create-issue": {"ok": True, "message": "create-issue placeholder"},
                 "/internal/tracker/update-issue": {"ok": True, "message": "update-issue placeholder"}}
 DEFAULT_ADDRESS = "127.0.0.1:5500"

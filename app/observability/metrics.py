@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
-disable_created_metrics()  # `*_created` series double the output and nobody reads them
+disable_created_metrics()  # type: ignore[no-untyped-call]  # `*_created` series double the output; nobody reads them
 
 #: Node and agent durations span milliseconds (routing nodes) to half an hour (agent steps).
 _DURATION_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 15, 30, 60, 150, 300, 600, 1200, 1800, 3600)

@@ -154,7 +154,7 @@ class RunStore:
         unknown = set(fields) - _UPDATABLE
         if unknown:
             raise ValueError(f"cannot update run fields: {sorted(unknown)}")
-        validated = RunRecord.model_construct()
+        validated = RunRecord.model_construct()  # type: ignore[call-arg]  # empty: only `fields` are set below
         for name, value in fields.items():
             RunRecord.__pydantic_validator__.validate_assignment(validated, name, value)
         return {name: getattr(validated, name) for name in fields}

@@ -4,6 +4,7 @@ each other."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.config import get_stream_writer
@@ -96,7 +97,7 @@ def planning_context(state: OrchestratorState) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def number_steps(steps: list[CodingStep], *, complexity: str | None, preference: str, mapping: dict[str, str],
+def number_steps(steps: list[CodingStep], *, complexity: str | None, preference: str, mapping: Mapping[str, str],
                  start: int = 0, revision: int = 0) -> list[dict[str, Any]]:
     """Index the steps (from `start`), mark their plan revision and pick each code step's agent."""
     numbered = []

@@ -169,7 +169,7 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
 async def _respond(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> tuple[StepResult, str]:
     """An answer step. An LLM failure is a failed attempt (the reflection may retry it), not a crash."""
     ctx = runtime.context
-    base = {"step_index": step.index, "goal_index": state.get("current_goal_index", 0),
+    base: dict[str, Any] = {"step_index": step.index, "goal_index": state.get("current_goal_index", 0),
             "step_type": StepType.RESPOND, "attempt": state.get("attempt", 1), "revision": step.revision,
             "title": clip(step.instructions, 120)}
     try:

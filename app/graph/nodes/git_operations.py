@@ -46,7 +46,8 @@ GIT_TIMEOUT_SECONDS = 300
 
 
 def branch_name(rules: dict[str, Any], task_id: str) -> str:
-    return rules.get("branch_naming", "task/{taskId}").replace("{taskId}", task_id)
+    naming: str = rules.get("branch_naming", "task/{taskId}")
+    return naming.replace("{taskId}", task_id)
 
 
 def commit_message(rules: dict[str, Any], task_id: str, title: str) -> str:

@@ -59,11 +59,11 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
             context=planning_context(state), language=language), GoalPlan)
         taken = {g["id"] for g in finished}
         fresh = []
-        for goal in plan.goals:  # a new goal never takes a finished goal's id
-            while goal.id in taken:
-                goal.id = f"{goal.id}-r{replans}"
-            taken.add(goal.id)
-            fresh.append(goal.model_dump(mode="json"))
+        for new_goal in plan.goals:  # a new goal never takes a finished goal's id
+            while new_goal.id in taken:
+                new_goal.id = f"{new_goal.id}-r{replans}"
+            taken.add(new_goal.id)
+            fresh.append(new_goal.model_dump(mode="json"))
         return common | {"goals": finished + fresh, "steps": [], "current_step_index": 0,
                          "replan_reason": clip(decision.failure, 200)}
     goal = current_goal(state)
