@@ -25,9 +25,9 @@ from app.correction.service import CorrectionService
 from app.correction.store import RuleStore
 from app.graph.builder import build_graph
 from app.graph.context import RunContext
+from app.graph.llm_gate import ApprovingLlm
 from app.health import HealthChecker
 from app.llm.health import ProviderHealth
-from app.graph.llm_gate import ApprovingLlm
 from app.llm.provider import LitellmProvider
 from app.observability.metrics import Metrics
 from app.observability.redaction import Redactor

@@ -19,10 +19,10 @@ from langgraph.types import interrupt
 from pydantic import BaseModel
 
 from app.graph.approval import is_approved
-from app.texts import texts
 from app.llm.approval import ApprovalNeededError, BudgetApprovalNeededError, CloudApprovalNeededError
 from app.llm.provider import Llm, Message, TokenSink
 from app.llm.scope import current_scope
+from app.texts import texts
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 T = TypeVar("T")

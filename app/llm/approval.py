@@ -1,7 +1,8 @@
 """What the LLM layer raises when only the user can let a call go on.
 
 The provider does not know the graph: it raises one of these and the orchestration's approval
-gate turns it into an interrupt, in the run's language, and applies the answer. Outside a run (`LlmScope.can_ask` false) the plain error is raised instead.
+gate turns it into an interrupt, in the run's language, and applies the answer. Outside a run
+(`LlmScope.can_ask` false) the plain error is raised instead.
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ CS = Texts(
     check_too_many_files="Změněno {count} souborů, povoleno nejvýše {limit}: zužte změnu jen na to, co krok žádá.",
     check_sentence_file="Vznikl soubor pojmenovaný jako věta: {path}. Změnu zapiš do souboru, kterého se krok týká.",
     check_syntax="{path} po změně nejde přeložit (řádek {line}: {error}). Oprav syntaxi.",
-    check_lost_definitions="Z {path} zmizelo {names}, což krok nežádal. Zachovej původní obsah a jen přidej nebo uprav, co krok žádá.",
+    check_lost_definitions="Z {path} zmizelo {names}, což krok nežádal. "
+                           "Zachovej původní obsah a jen přidej nebo uprav, co krok žádá.",
     check_tests_failed="Testy selhaly ({command}):\n{output}",
     check_tests_not_run="Testy nebyly spuštěny: {reason}",
     check_no_test_command="Testy nebyly spuštěny: v projektu jsem nenašel příkaz pro testy.",
@@ -48,7 +49,8 @@ CS = Texts(
     plan_gate="Plán: {goals} cílů ve {waves} vlnách",
     plan_gate_replanned="Přeplánováno ({reason}). Plán: {goals} cílů ve {waves} vlnách",
     commit_gate="Commit {count} změněných souborů do větve '{branch}'",
-    commit_gate_partial="Úloha nebyla dokončena ({problem}). Commitnout hotovou práci ({count} souborů) do větve '{branch}'?",
+    commit_gate_partial="Úloha nebyla dokončena ({problem}). "
+                        "Commitnout hotovou práci ({count} souborů) do větve '{branch}'?",
     push_gate="Push větve '{branch}' na vzdálený repozitář",
     plan_rejected="Plán byl zamítnut uživatelem; nic nebylo provedeno.",
     report_done_steps="Dokončeno {ok} z {total} kroků.",

@@ -26,11 +26,14 @@ EN = Texts(
     budget_warning="Budget: {fraction} of the limit ({dimension}) used",
     check_forbidden="Forbidden files were changed: {files}. Do not touch them.",
     forbidden_reverted="Put back as they were before the step: {files}.",
-    forbidden_kept="Could not be put back (the workspace has no snapshot of the step's start), left as they are: {files}.",
+    forbidden_kept="Could not be put back (the workspace has no snapshot of the step's start), "
+                   "left as they are: {files}.",
     check_too_many_files="{count} files changed, at most {limit} allowed: narrow the change to what the step asks.",
-    check_sentence_file="A file named like a sentence was created: {path}. Write the change into the file the step is about.",
+    check_sentence_file="A file named like a sentence was created: {path}. "
+                        "Write the change into the file the step is about.",
     check_syntax="{path} no longer parses (line {line}: {error}). Fix the syntax.",
-    check_lost_definitions="{path} lost {names}, which the step did not ask for. Keep the file's content and only add or change what the step asks.",
+    check_lost_definitions="{path} lost {names}, which the step did not ask for. "
+                           "Keep the file's content and only add or change what the step asks.",
     check_tests_failed="Tests failed ({command}):\n{output}",
     check_tests_not_run="Tests were not run: {reason}",
     check_no_test_command="Tests were not run: no test command was found in the project.",
@@ -48,7 +51,8 @@ EN = Texts(
     plan_gate="Plan: {goals} goals in {waves} waves",
     plan_gate_replanned="Replanned ({reason}). Plan: {goals} goals in {waves} waves",
     commit_gate="Commit {count} changed files to branch '{branch}'",
-    commit_gate_partial="The task was not completed ({problem}). Commit the finished work ({count} files) to branch '{branch}'?",
+    commit_gate_partial="The task was not completed ({problem}). "
+                        "Commit the finished work ({count} files) to branch '{branch}'?",
     push_gate="Push branch '{branch}' to the remote",
     plan_rejected="The plan was rejected by the user; nothing was done.",
     report_done_steps="Completed {ok} of {total} steps.",

@@ -125,6 +125,6 @@ def test_a_program_that_cannot_be_executed_raises_the_given_error(tmp_path: Path
         pass
 
     server = LoopbackServer("missing", tmp_path / "server.log", error=LauncherError)
-    with pytest.raises(LauncherError, match="cannot execute .*no-such-program"):
+    with pytest.raises(LauncherError, match=r"cannot execute .*no-such-program"):
         server.start(lambda _port: [str(tmp_path / "no-such-program")], answers_http, timeout=5, cwd=tmp_path)
     assert server.pid is None and server.stop() is None

@@ -17,8 +17,8 @@ import pytest
 
 from app.config import Settings
 from app.persistence.runs import RunRecord
-from app.schemas.thread_ids import new_thread_id
 from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest
+from app.schemas.thread_ids import new_thread_id
 from tests.fixtures.llm_server import Reply
 from tests.fixtures.pods import Pod, start_pod
 from tests.support import until, classification, new_task_id, node_marker, orchestrate_body
