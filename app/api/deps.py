@@ -1,8 +1,9 @@
-"""Dependencies as `Annotated` aliases over `app.state.services`."""
+"""Dependencies as `Annotated` aliases over `app.state.services` (the lifespan's `Services`; each
+accessor states the type it reads, since the api layer does not import the lifespan)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from fastapi import Depends, Request
 
@@ -15,48 +16,48 @@ from app.observability.redaction import Redactor
 from app.runs.events import EventHub
 from app.runs.manager import RunManager
 
-if TYPE_CHECKING:  # the lifespan builds everything; the routes only read what it built
-    from app.lifespan import Services
-
-
-def _services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
-
 
 def get_settings(request: Request) -> Settings:
-    return _services(request).settings
+    service: Settings = request.app.state.services.settings
+    return service
 
 
 def get_run_manager(request: Request) -> RunManager:
-    return _services(request).runs
+    service: RunManager = request.app.state.services.runs
+    return service
 
 
 def get_event_hub(request: Request) -> EventHub:
-    return _services(request).events
+    service: EventHub = request.app.state.services.events
+    return service
 
 
 def get_health(request: Request) -> HealthChecker:
-    return _services(request).health
+    service: HealthChecker = request.app.state.services.health
+    return service
 
 
 def get_metrics(request: Request) -> Metrics:
-    return _services(request).metrics
+    service: Metrics = request.app.state.services.metrics
+    return service
 
 
 def get_chat_compressor(request: Request) -> ChatCompressor:
-    return _services(request).chat_compressor
+    service: ChatCompressor = request.app.state.services.chat_compressor
+    return service
 
 
 def get_correction_service(request: Request) -> CorrectionService:
-    return _services(request).correction
+    service: CorrectionService = request.app.state.services.correction
+    return service
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
 def get_redactor(request: Request) -> Redactor:
-    return _services(request).redact
+    service: Redactor = request.app.state.services.redact
+    return service
 
 
 RunManagerDep = Annotated[RunManager, Depends(get_run_manager)]

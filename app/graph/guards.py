@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, Protocol
 
 from app.graph.llm_gate import speaking
 from app.graph.nodes._common import NodeRuntime, run_language
@@ -21,7 +21,12 @@ from app.texts import texts
 
 log = logging.getLogger(__name__)
 
-Node = Callable[[OrchestratorState, NodeRuntime], Awaitable[dict[str, Any]]]
+class Node(Protocol):
+    """A node as the graph calls it (LangGraph passes `runtime` by name)."""
+
+    __name__: str
+
+    def __call__(self, state: OrchestratorState, runtime: NodeRuntime) -> Awaitable[dict[str, Any]]: ...
 
 
 def halting(node: Node) -> Node:

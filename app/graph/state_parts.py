@@ -6,6 +6,7 @@ they need its behaviour."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 #: A JSON object Kotlin sends as it is (the project's environment description): free-form.
@@ -21,6 +22,11 @@ class TaskDict(TypedDict):
     workspace_path: str
     query: str
     agent_preference: str
+
+
+#: Rules as the helpers read them: a RulesDict, or a part of one (`state.get("rules", {})`); every
+#: key is read with its ProjectRules default.
+Rules = Mapping[str, Any]
 
 
 class RulesDict(TypedDict):

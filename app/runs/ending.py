@@ -11,6 +11,7 @@ from typing import Any
 
 from langgraph.pregel import Pregel
 
+from app.clients.kotlin import KotlinClient
 from app.config import Settings
 from app.graph import report
 from app.graph.nodes._common import run_language
@@ -22,7 +23,6 @@ from app.runs.admission import Slot
 from app.runs.events import EventLog
 from app.runs.journal import RunJournal
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome
-from app.clients.kotlin import KotlinClient
 from app.schemas.kotlin import StatusPush
 from app.texts import texts
 
@@ -35,7 +35,7 @@ REPORT_READ_SECONDS = 5.0
 class RunEnding:
     """Ends and suspends runs for the run manager; `forget` drops a run from its active table."""
 
-    def __init__(self, *, settings: Settings, graph: Pregel, driver: RunDriver, runs: RunStore,
+    def __init__(self, *, settings: Settings, graph: Pregel[Any, Any, Any, Any], driver: RunDriver, runs: RunStore,
                  kotlin: KotlinClient, metrics: Metrics, pod_id: str, forget: Callable[[str], None],
                  redact: Callable[[str], str] = str, outage: MongoOutage | None = None) -> None:
         self._settings = settings

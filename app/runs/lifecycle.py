@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Durability
 
@@ -105,7 +106,7 @@ class RunOutcome:
 
 
 class RunDriver:
-    def __init__(self, graph: Pregel, context: RunContext, kotlin: KotlinClient, metrics: Metrics,
+    def __init__(self, graph: Pregel[Any, Any, Any, Any], context: RunContext, kotlin: KotlinClient, metrics: Metrics,
                  outage: MongoOutage | None = None) -> None:
         self._graph = graph
         self._context = context
@@ -113,7 +114,7 @@ class RunDriver:
         self._metrics = metrics
         self._outage = outage
 
-    def config(self, thread_id: str) -> dict[str, Any]:
+    def config(self, thread_id: str) -> RunnableConfig:
         return {"configurable": {"thread_id": thread_id},
                 "recursion_limit": self._context.settings.recursion_limit}
 
@@ -157,11 +158,11 @@ class RunDriver:
                                               "wait_seconds": self._outage.wait_seconds})
                 await self._outage.wait(pause.deadline)  # MongoUnavailableError past the deadline
 
-    async def _checkpoint_id(self, config: dict[str, Any]) -> str | None:
+    async def _checkpoint_id(self, config: RunnableConfig) -> str | None:
         snapshot = await self._graph.aget_state(config)
         return snapshot.config.get("configurable", {}).get("checkpoint_id") if snapshot.values else None
 
-    async def _continuation(self, config: dict[str, Any], graph_input: Any, start_id: str | None,
+    async def _continuation(self, config: RunnableConfig, graph_input: Any, start_id: str | None,
                             initial: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """What to stream after an outage, and the state it starts from: the segment's own input
         while its first checkpoint is still the latest (nothing of it was saved), else None from
@@ -172,12 +173,14 @@ class RunDriver:
             return graph_input, dict(initial)
         return None, dict(snapshot.values)
 
-    async def _stream(self, run: RunIdentity, graph_input: Any, config: dict[str, Any], events: EventLog,
+    async def _stream(self, run: RunIdentity, graph_input: Any, config: RunnableConfig, events: EventLog,
                       run_progress: RunProgress) -> RunOutcome:
         tracked = run_progress.values
         interrupt_value: dict[str, Any] | None = None
         interrupt_id: str | None = None
         started: dict[str, float] = {}
+        mode: str
+        chunk: Any  # per mode: a task event, a node's update, a custom event
         async for mode, chunk in self._graph.astream(
             graph_input, config, context=self._context, stream_mode=["tasks", "updates", "custom"],
             durability=DURABILITY,
@@ -205,7 +208,7 @@ class RunDriver:
                 interrupt_id=interrupt_id,
                 percent=run_progress.percent,
             )
-        common = {
+        common: dict[str, Any] = {
             "branch": tracked.get("branch"),
             "artifacts": list(tracked.get("artifacts") or []),
             "step_results": list(tracked.get("step_results") or []),

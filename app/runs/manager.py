@@ -56,7 +56,7 @@ class RunManager:
         self,
         *,
         settings: Settings,
-        graph: Pregel,
+        graph: Pregel[Any, Any, Any, Any],
         driver: RunDriver,
         admission: Admission,
         runs: RunStore,
@@ -162,7 +162,8 @@ class RunManager:
         by_user = problem is cancelled
         if record is None:
             raise RunNotFoundError(f"No active task for {thread_id}")
-        error = self._redact(await self._ending.failure_text(thread_id, problem, known, fallback_language=record.language))
+        error = self._redact(await self._ending.failure_text(thread_id, problem, known,
+                                                             fallback_language=record.language))
         if not await self._runs.transition(thread_id, from_status="interrupted", status="error", error=error,
                                            interrupt_id=None, announced=False):
             raise RunNotFoundError(f"No active task for {thread_id}")

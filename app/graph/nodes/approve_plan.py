@@ -8,6 +8,7 @@ instead of ending the run. A bare "ne" ends it, as before.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.types import interrupt
@@ -17,11 +18,12 @@ from app.graph.approval import classify_modification
 from app.graph.goals import dependency_waves
 from app.graph.nodes._common import NodeRuntime, clip, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_parts import GoalDict
 from app.schemas.domain import Complexity, Recovery, RecoveryAction
 from app.texts import texts
 
 
-def added_goal(goals: list[dict[str, Any]], text: str) -> dict[str, Any]:
+def added_goal(goals: Sequence[GoalDict], text: str) -> GoalDict:
     """The work the user added while approving: a last goal after all the others."""
     ids = {g["id"] for g in goals}
     goal_id, n = "user", 1

@@ -24,6 +24,7 @@ from app.graph.nodes._common import (
     task_of,
 )
 from app.graph.state import OrchestratorState
+from app.graph.state_parts import GoalDict, Rules, TaskDict
 from app.graph.tracker_ops import TrackerCall, carry_out
 from app.kb.prefetch import prefetch_kb_context
 from app.llm.provider import LlmError
@@ -67,7 +68,7 @@ def earlier_findings(state: OrchestratorState, goal_index: int, step_index: int)
     return clip("\n".join(found[i] for i in sorted(found)), FINDINGS_CHARS)
 
 
-def render_instructions(step: CodingStep, goal: dict[str, Any], task: dict[str, Any], rules: dict[str, Any],
+def render_instructions(step: CodingStep, goal: GoalDict, task: TaskDict, rules: Rules,
                         earlier: str, *, findings: str = "", feedback: str = "", conversation: str = "",
                         conditions: list[str] | None = None) -> str:
     files = "\n".join(f"- {f}" for f in step.files) or "- (decide yourself)"

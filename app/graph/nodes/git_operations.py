@@ -39,28 +39,29 @@ from app.graph.nodes._common import (
 )
 from app.graph.report import changed_files
 from app.graph.state import OrchestratorState
+from app.graph.state_parts import Rules
 from app.schemas.domain import CodingStep, StepType
 from app.texts import Texts, texts
 
 GIT_TIMEOUT_SECONDS = 300
 
 
-def branch_name(rules: dict[str, Any], task_id: str) -> str:
+def branch_name(rules: Rules, task_id: str) -> str:
     naming: str = rules.get("branch_naming", "task/{taskId}")
     return naming.replace("{taskId}", task_id)
 
 
-def commit_message(rules: dict[str, Any], task_id: str, title: str) -> str:
+def commit_message(rules: Rules, task_id: str, title: str) -> str:
     prefix = rules.get("commit_prefix", "task({taskId}):").replace("{taskId}", task_id)
     return f"{prefix} {title}".strip()[:200]
 
 
-def branch_allowed(branch: str, rules: dict[str, Any]) -> bool:
+def branch_allowed(branch: str, rules: Rules) -> bool:
     allowed = rules.get("allowed_branches") or []
     return not allowed or any(fnmatch(branch, pattern) for pattern in allowed)
 
 
-def apply_branch_rule(branch: str, rule: Modification, rules: dict[str, Any], task_id: str,
+def apply_branch_rule(branch: str, rule: Modification, rules: Rules, task_id: str,
                       t: Texts) -> tuple[str, str | None]:
     """The branch after the user's rule, and a warning (for the report) when the rule could not be followed."""
     if rule.target_branch:
@@ -127,7 +128,8 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
         return {"branch": None, "git_outcome": "no_changes", "artifacts": []}
     halt = state.get("halt")
     approved_before = None if halt else state.get("commit_approval")
-    branch = approved_before["branch"] if approved_before else branch_name(rules, task["id"])
+    # An approval with more work carries the branch it named (always set where it is made).
+    branch = (approved_before.get("branch") if approved_before else None) or branch_name(rules, task["id"])
     if not branch_allowed(branch, rules):
         return {"artifacts": files, "git_outcome": "branch_not_allowed",
                 "error": t.git_branch_not_allowed.format(branch=branch, allowed=rules.get("allowed_branches"))}
@@ -150,7 +152,8 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
             if "steps" in more:
                 return more
             updates |= more
-    title = (state.get("goals") or [{}])[0].get("title") or task["query"][:72]
+    goals = state.get("goals")
+    title = (goals[0].get("title") if goals else None) or task["query"][:72]
     committed = await run_git(state, runtime, workspace, "commit", {
         "branch": branch, "message": commit_message(rules, task["id"], title), "files": files,
         "trailer": f"Jervis-Thread: {state.get('thread_id', task['id'])}",
