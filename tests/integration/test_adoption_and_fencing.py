@@ -22,7 +22,15 @@ from app.texts import CS
 from tests.fixtures.llm_server import Reply
 from tests.fixtures.pods import Pod, start_pod
 from tests.fixtures.service import configure_cluster
-from tests.support import until, classification, code_task_script, make_git_repo, new_task_id, node_marker, orchestrate_body
+from tests.support import (
+    classification,
+    code_task_script,
+    make_git_repo,
+    new_task_id,
+    node_marker,
+    orchestrate_body,
+    until,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest
 from app.schemas.thread_ids import new_thread_id
 from tests.fixtures.llm_server import Reply
 from tests.fixtures.pods import Pod, start_pod
-from tests.support import until, classification, new_task_id, node_marker, orchestrate_body
+from tests.support import classification, new_task_id, node_marker, orchestrate_body, until
 
 ENGLISH = "Explain what the billing module does"
 CZECH = "Vysvětli, co dělá modul fakturace"
