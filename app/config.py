@@ -145,11 +145,16 @@ class Settings(BaseSettings):
     k8s_poll_seconds: float = 2.0
     """How often a waiting runner re-checks a Job and its pod (a watch wakes it sooner)."""
     k8s_capacity_wait_seconds: float = Field(default=3600.0, gt=0)
-    """How long a step waits for a free agent slot (`AGENT_CONCURRENCY` of its type running in this pod or as Jobs in the namespace) before the attempt fails. Keep it above the longest `AGENT_TIMEOUTS` entry: a slot frees when a running agent ends."""
+    """How long a step waits for a free agent slot (`AGENT_CONCURRENCY` of its type running in this pod or as Jobs
+    in the namespace) before the attempt fails. Keep it above the longest `AGENT_TIMEOUTS` entry: a slot frees when
+    a running agent ends."""
     k8s_start_timeout_seconds: float = Field(default=300.0, gt=0)
-    """An agent Job whose pod has not started its container within this long (unschedulable, a slow image pull, a quota refusing the pod) is deleted and the attempt fails. Also the allowance beyond the agent's timeout before the runner stops waiting for a Job the cluster never finishes."""
+    """An agent Job whose pod has not started its container within this long (unschedulable, a slow image pull, a
+    quota refusing the pod) is deleted and the attempt fails. Also the allowance beyond the agent's timeout before
+    the runner stops waiting for a Job the cluster never finishes."""
     k8s_delete_timeout_seconds: float = Field(default=90.0, gt=0)
-    """How long a deleted agent Job may take to disappear (its pod's termination grace, with room) before the attempt fails instead of starting beside it."""
+    """How long a deleted agent Job may take to disappear (its pod's termination grace, with room) before the
+    attempt fails instead of starting beside it."""
     agent_timeouts: dict[str, int] = Field(
         default_factory=lambda: {"aider": 600, "openhands": 1800, "claude": 1800, "junie": 1200}
     )

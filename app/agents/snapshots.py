@@ -28,7 +28,13 @@ from pathlib import Path
 
 from app.agents.snapshot_files import delete_added, inside, read_key, still_present, write_atomically
 from app.agents.snapshot_git import (
-    OBJECT_ID, STATE_DIR, GitCommand, SnapshotError, decode_path, encode_paths, temp_index,
+    OBJECT_ID,
+    STATE_DIR,
+    GitCommand,
+    SnapshotError,
+    decode_path,
+    encode_paths,
+    temp_index,
 )
 
 __all__ = ["Change", "Snapshot", "SnapshotError", "WorkspaceSnapshots"]
