@@ -166,8 +166,11 @@ class KubernetesJobRunner:
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         lines: asyncio.Queue[str] = asyncio.Queue()
         stop = LogStream()
-        logs = asyncio.create_task(self._stream_logs(name, lambda line: loop.call_soon_threadsafe(
-            lines.put_nowait, line), stop))
+
+        def enqueue(line: str) -> None:  # called from the log-reading thread
+            loop.call_soon_threadsafe(lines.put_nowait, line)
+
+        logs = asyncio.create_task(self._stream_logs(name, enqueue, stop))
         pump = asyncio.create_task(_pump(lines, tail, name, on_log))
         try:
             try:
@@ -249,7 +252,8 @@ class KubernetesJobRunner:
             for pod in await self._api.job_pods(name):
                 for status in (pod.status.container_statuses or []) if pod.status else []:
                     if status.state and status.state.terminated:
-                        return status.state.terminated.exit_code
+                        code: int | None = status.state.terminated.exit_code
+                        return code
         return None
 
 
