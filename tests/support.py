@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -199,3 +200,12 @@ async def until(probe: Callable[[], Any], what: str, timeout: float = 30, interv
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(interval)
     return value
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -14,9 +14,8 @@ import sys
 import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import TracebackType
 
-from app.dev.loopback_server import LoopbackServer, Readiness
+from app.dev.loopback_server import LaunchedServer, LoopbackServer, Readiness
 from app.dev.model_cache import EmbeddedModelError
 
 #: The model name the server answers to and what litellm is given (`openai/<alias>`).
@@ -45,7 +44,7 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 1) // 2)
 
 
-class EmbeddedModel:
+class EmbeddedModel(LaunchedServer):
     """llama-cpp-python's OpenAI-compatible server for one GGUF on a free 127.0.0.1 port.
 
     The child gets SIGTERM when the thread that started it dies (PR_SET_PDEATHSIG, as for
@@ -129,24 +128,6 @@ class EmbeddedModel:
         ids = {entry.get("id") for entry in data if isinstance(entry, dict)}
         return Readiness.READY if self.alias in ids else Readiness.FOREIGN
 
-    def log_tail(self) -> str:
-        return self._server.log_tail()
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after a grace period. Safe to call any number of times."""
-        self._server.stop()
-
-    def __enter__(self) -> EmbeddedModel:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def ollama_reachable(url: str, timeout: float = 1.0) -> bool:

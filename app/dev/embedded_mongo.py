@@ -10,12 +10,11 @@ import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
-from app.dev.loopback_server import LoopbackServer, Readiness
+from app.dev.loopback_server import LaunchedServer, LoopbackServer, Readiness
 
 EXECUTABLE_NAME = "nx-27017"
 _STOP_GRACE_SECONDS = 5.0
@@ -54,7 +53,7 @@ def _answers_ping(port: int, pid: int) -> Readiness:
     return Readiness.READY if status.get("pid") in (None, pid) else Readiness.FOREIGN
 
 
-class EmbeddedMongo:
+class EmbeddedMongo(LaunchedServer):
     """One nx-27017 process on a free 127.0.0.1 port.
 
     ``data_dir=None`` runs with in-memory databases; a directory persists them across restarts.
@@ -111,22 +110,3 @@ class EmbeddedMongo:
         self._server.start(command, _answers_ping, timeout=timeout, cwd=self.work_dir)
         return self.url
 
-    def log_tail(self) -> str:
-        """Last lines of the server's stdout/stderr and of its log, for error messages."""
-        return self._server.log_tail()
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after a grace period. Safe to call any number of times."""
-        self._server.stop()
-
-    def __enter__(self) -> EmbeddedMongo:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

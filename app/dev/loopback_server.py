@@ -17,7 +17,8 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from types import TracebackType
+from typing import IO, Self
 
 from app.runtime.child_process import die_with_parent
 
@@ -211,3 +212,29 @@ class LoopbackServer:
         if self._output is not None:
             self._output.close()
             self._output = None
+
+
+class LaunchedServer:
+    """What a launcher that owns a `LoopbackServer` (as `_server`) shares: its log tail, stop,
+    and use as a context manager (`with EmbeddedMongo(...) as mongo:` starts and stops it)."""
+
+    _server: LoopbackServer
+
+    def start(self) -> str:
+        raise NotImplementedError
+
+    def log_tail(self) -> str:
+        """Last lines of the server's output and log, for error messages."""
+        return self._server.log_tail()
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after a grace period. Safe to call any number of times."""
+        self._server.stop()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,20 +10,13 @@ from pymongo.errors import PyMongoError
 
 from app.dev.embedded_mongo import EmbeddedMongo, EmbeddedMongoError
 from app.persistence.mongo import MongoTimeouts, create_client, ping
-from tests.support import free_port
+from tests.support import free_port, pid_alive
 
 
 def _server_pid(url: str) -> int:
     with MongoClient(url, serverSelectionTimeoutMS=2000) as client:
         return int(client.admin.command("serverStatus")["pid"])
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_start_serves_loopback_url_and_stop_is_idempotent(tmp_path: Path) -> None:
@@ -34,7 +26,7 @@ def test_start_serves_loopback_url_and_stop_is_idempotent(tmp_path: Path) -> Non
         pid = server.pid
         assert pid is not None and _server_pid(server.url) == pid
         assert (tmp_path / "nx-27017.log").exists() and (tmp_path / "nx-27017.pid").exists()
-    assert not _alive(pid)
+    assert not pid_alive(pid)
     server.stop()  # second stop: no error
     with pytest.raises(EmbeddedMongoError):
         _ = server.url

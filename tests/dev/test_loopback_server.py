@@ -3,7 +3,6 @@ that never listen, exit at once, or ignore SIGTERM."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.dev.loopback_server import LoopbackServer, LoopbackServerError, Readiness
-from tests.support import free_port
+from tests.support import free_port, pid_alive
 
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 #: `python -m http.server` on the port, optionally with SIGTERM ignored first.
@@ -40,13 +39,6 @@ def answers_http(port: int, _pid: int) -> Readiness:
         return Readiness.NOT_YET
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[LoopbackServer]:
@@ -60,14 +52,14 @@ def server(tmp_path: Path) -> Iterator[LoopbackServer]:
 def test_start_returns_once_the_child_answers_and_stop_terminates_it(server: LoopbackServer, tmp_path: Path) -> None:
     port = server.start(http_server(), answers_http, timeout=30, cwd=tmp_path)
     pid = server.pid
-    assert pid is not None and _alive(pid) and server.port == port and server.running()
+    assert pid is not None and pid_alive(pid) and server.port == port and server.running()
     with _NO_PROXY.open(f"http://127.0.0.1:{port}/", timeout=5) as response:
         assert response.status == 200
     assert server.start(http_server(), answers_http, timeout=30, cwd=tmp_path) == port  # already running
     assert server.pid == pid
 
     assert server.stop() == -signal.SIGTERM
-    assert not _alive(pid) and server.port is None and server.pid is None
+    assert not pid_alive(pid) and server.port is None and server.pid is None
     assert "Serving HTTP on 127.0.0.1" in server.log_file.read_text()
     assert server.stop() is None  # nothing left to stop
 
@@ -80,7 +72,7 @@ def test_ready_deadline_fires_when_the_child_never_listens(server: LoopbackServe
     elapsed = time.monotonic() - started
     assert 1.0 <= elapsed < 30  # waited for the deadline, then gave up instead of the child's 120 s
     child_pid = int(server.log_file.read_text().split()[1])
-    assert not _alive(child_pid) and server.pid is None  # the child was stopped, not left behind
+    assert not pid_alive(child_pid) and server.pid is None  # the child was stopped, not left behind
 
 
 def test_child_exiting_during_start_up_is_reported_with_its_log_tail(server: LoopbackServer, tmp_path: Path) -> None:
@@ -101,7 +93,7 @@ def test_stop_kills_a_child_that_ignores_sigterm_after_its_deadline(tmp_path: Pa
         started = time.monotonic()
         assert server.stop() == -signal.SIGKILL  # SIGTERM was ignored: only SIGKILL ended it
         assert 0.5 <= time.monotonic() - started < 10
-        assert not _alive(pid)
+        assert not pid_alive(pid)
     finally:
         server.stop()
 

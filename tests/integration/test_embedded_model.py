@@ -12,7 +12,6 @@ import hashlib
 import http.server
 import io
 import json
-import os
 import socket
 import sys
 import threading
@@ -26,7 +25,7 @@ import pytest
 from app.dev.embedded_model import MODEL_ALIAS, EmbeddedModel, embedded_llm_decision
 from app.dev.model_cache import DEFAULT_CACHE_DIR, EmbeddedModelError
 from app.dev.model_download import ModelSpec, Part, cached_model, ensure_model, wheel_parts
-from tests.support import free_port
+from tests.support import free_port, pid_alive
 
 PARTS = [b"GGUF" + bytes(range(256)) * 3, b"middle part " * 100, b"the end"]
 
@@ -248,13 +247,6 @@ def fake_python(tmp_path: Path) -> Path:
     return launcher
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
 
 def test_start_serves_a_loopback_api_base_and_keeps_env_settings_out(
     tmp_path: Path, fake_python: Path, monkeypatch: pytest.MonkeyPatch
@@ -267,13 +259,13 @@ def test_start_serves_a_loopback_api_base_and_keeps_env_settings_out(
         assert model.api_base.startswith("http://127.0.0.1:") and model.api_base.endswith("/v1")
         assert model.litellm_model == f"openai/{MODEL_ALIAS}"
         pid = model.pid
-        assert pid is not None and _alive(pid)
+        assert pid is not None and pid_alive(pid)
         log = model.log_file.read_text()
         assert "env PORT None" in log and '"--interrupt_requests": "false"' in log
     deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(pid)
+    assert not pid_alive(pid)
     model.stop()  # idempotent
     with pytest.raises(EmbeddedModelError, match="not started"):
         _ = model.api_base

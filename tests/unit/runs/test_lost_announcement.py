@@ -24,7 +24,7 @@ from app.runs.ending import RunEnding
 from app.runs.lifecycle import RunDriver
 from app.runs.recovery import RecoveryService
 from tests.fixtures.kotlin_server import FakeKotlinServer
-from tests.fixtures.outbox import push_rig
+from tests.fixtures.outbox import PushRig, push_rig
 from tests.support import FakeClock
 
 THREAD = "thread-T-1-0123abcd"
@@ -46,6 +46,17 @@ class Announcer:
         await self.ending.reannounce(record)
 
 
+def _recovery(rig: PushRig, runs: RunStore, db: Any, tmp_path: Any, **options: Any) -> RecoveryService:
+    """Pod B's recovery, announcing through a real `RunEnding` into the push pipeline."""
+    graph = build_graph().compile(checkpointer=InMemorySaver())
+    ending = RunEnding(settings=Settings(data_root=tmp_path), graph=graph,
+                       driver=RunDriver(graph, None, rig.client, Metrics()),  # type: ignore[arg-type]
+                       runs=runs, kotlin=rig.client, metrics=Metrics(), pod_id="pod-b", forget=lambda _: None)
+    lock = OrchestrationLock(db[lock_module.COLLECTION_NAME], pod_id="pod-b", slots=1)
+    return RecoveryService(runs=runs, admission=Admission(lock, slots=1), adopter=Announcer(ending),
+                           interval_seconds=1, **options)
+
+
 async def _ended_unannounced(runs: RunStore, *, status: str, **fields: Any) -> None:
     """What a kill -9 right after the fenced outcome write leaves behind."""
     assert await runs.upsert(THREAD, task_id="T-1", client_id="C-1", pod_id="dead-pod", if_fence="s0#1",
@@ -59,13 +70,7 @@ async def test_recovery_announces_an_outcome_a_crash_left_unannounced_once(
     await runs.setup()
     await _ended_unannounced(runs, status="done", summary="Hotovo.", branch="task/T-1", artifacts=["a.py"])
     async with push_rig(http, kotlin.url, mongo_db) as rig:
-        graph = build_graph().compile(checkpointer=InMemorySaver())
-        ending = RunEnding(settings=Settings(data_root=tmp_path), graph=graph,
-                           driver=RunDriver(graph, None, rig.client, Metrics()),  # type: ignore[arg-type]
-                           runs=runs, kotlin=rig.client, metrics=Metrics(), pod_id="pod-b", forget=lambda _: None)
-        lock = OrchestrationLock(mongo_db[lock_module.COLLECTION_NAME], pod_id="pod-b", slots=1)
-        recovery = RecoveryService(runs=runs, admission=Admission(lock, slots=1), adopter=Announcer(ending),
-                                   interval_seconds=1, announce_grace_seconds=10, clock=clock)
+        recovery = _recovery(rig, runs, mongo_db, tmp_path, clock=clock, announce_grace_seconds=10)
 
         assert await recovery.announce_lost() == []  # within the grace: the pod may be announcing now
         clock.now += 11
@@ -91,13 +96,7 @@ async def test_an_interrupted_run_is_announced_with_its_interrupt_identity(
     await runs.upsert("thread-T-2-0123abcd", task_id="T-2", client_id="C-1", status="running", announced=False)
     await runs.upsert("thread-T-3-0123abcd", task_id="T-3", client_id="C-1", status="error", error="x")
     async with push_rig(http, kotlin.url, mongo_db) as rig:
-        graph = build_graph().compile(checkpointer=InMemorySaver())
-        ending = RunEnding(settings=Settings(data_root=tmp_path), graph=graph,
-                           driver=RunDriver(graph, None, rig.client, Metrics()),  # type: ignore[arg-type]
-                           runs=runs, kotlin=rig.client, metrics=Metrics(), pod_id="pod-b", forget=lambda _: None)
-        lock = OrchestrationLock(mongo_db[lock_module.COLLECTION_NAME], pod_id="pod-b", slots=1)
-        recovery = RecoveryService(runs=runs, admission=Admission(lock, slots=1), adopter=Announcer(ending),
-                                   interval_seconds=1, clock=clock)
+        recovery = _recovery(rig, runs, mongo_db, tmp_path, clock=clock)
         assert await recovery.announce_lost() == [THREAD]
         await rig.flush()
 
