@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
-from app.agents.control import should_detach
+from app.agents.control import cancel_requested, should_detach
 from app.agents.job_spec import APP_LABEL, build_job, job_name, label_value, step_label
 from app.agents.k8s_client import (
     KubernetesApi,
@@ -211,6 +211,8 @@ class KubernetesJobRunner:
         deadline = start_deadline + job.timeout_seconds
         started = False
         while True:
+            if cancel_requested():
+                raise asyncio.CancelledError(f"run cancelled: deleting Job {name}")
             current = await self._api.read_job(name)
             if current is None:
                 return f"Job {name} was deleted before it finished"

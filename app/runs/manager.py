@@ -150,6 +150,7 @@ class RunManager:
         run = self._active.get(thread_id)
         if run is not None and run.task is not None:
             run.cancel_requested = True
+            run.control.cancel()  # runners stop their agent at their next poll, whatever the graph does
             run.task.cancel()
             await asyncio.wait({run.task}, timeout=15)
             return
