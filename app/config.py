@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -40,19 +40,26 @@ class Settings(BaseSettings):
     """Listen port of `python -m app.dev`."""
 
     mongodb_url: str = "mongodb://localhost:27017"
-    """MongoDB for checkpoints, lock, context store and run registry (`scripts/run.sh` starts an embedded nx-27017 when unset). May carry credentials: keep it in a Secret."""
+    """MongoDB for checkpoints, lock, context store and run registry (`scripts/run.sh` starts an embedded nx-27017
+    when unset). May carry credentials: keep it in a Secret."""
     mongodb_database: str = "jervis_orchestrator"
     """Database of the lock, context store and run registry."""
     checkpoint_database: str = "jervis_checkpoints"
     """Database of the LangGraph checkpoints."""
     kotlin_mongodb_database: str | None = None
-    """The Kotlin server's database on the same MongoDB: when set, the spec §20.3 indexes of its `chat_messages`, `chat_summaries` and `tasks` are ensured at start-up."""
+    """The Kotlin server's database on the same MongoDB: when set, the spec §20.3 indexes of its `chat_messages`,
+    `chat_summaries` and `tasks` are ensured at start-up."""
     mongodb_timeout_seconds: float = Field(default=5.0, ge=1)
-    """Server selection and connect timeout of every MongoDB client (checkpoints included): an unreachable MongoDB fails an operation, and shows in `/health`, within this time instead of pymongo's 30 s. At least 1 s: a client looks for a lost server again at most every 0.5 s."""
+    """Server selection and connect timeout of every MongoDB client (checkpoints included): an unreachable MongoDB
+    fails an operation, and shows in `/health`, within this time instead of pymongo's 30 s. At least 1 s: a client
+    looks for a lost server again at most every 0.5 s."""
     mongodb_socket_timeout_seconds: float = Field(default=60.0, gt=0)
-    """A MongoDB operation whose reply takes longer fails (a network partition without a reset is noticed); no operation of the service comes near it."""
+    """A MongoDB operation whose reply takes longer fails (a network partition without a reset is noticed); no
+    operation of the service comes near it."""
     mongodb_outage_wait_seconds: float = Field(default=120.0, ge=0)
-    """A run whose MongoDB operation fails because MongoDB is unreachable keeps its slot and waits this long (pinging with backoff up to 5 s apart), then continues from its last checkpoint; past it the run is suspended, left `running` for recovery, never failed. Keep it well below `LOCK_STALE_SECONDS`."""
+    """A run whose MongoDB operation fails because MongoDB is unreachable keeps its slot and waits this long
+    (pinging with backoff up to 5 s apart), then continues from its last checkpoint; past it the run is suspended,
+    left `running` for recovery, never failed. Keep it well below `LOCK_STALE_SECONDS`."""
 
     kotlin_server_url: str = "http://jervis-server:5500"
     """Where progress and status pushes and tracker calls go."""
@@ -71,18 +78,25 @@ class Settings(BaseSettings):
     """Registry of the agent images."""
     agent_runner: Literal["local", "kubernetes"] = "local"
     """`local`: the agent entrypoint as a subprocess; `kubernetes`: one Job per step."""
-    local_agents: dict[AgentName, AgentName] = Field(default_factory=lambda: {
+    local_agents: dict[AgentName, AgentName] = Field(default_factory=lambda: dict[AgentName, AgentName]({
         "aider": "aider", "openhands": "aider", "claude": "aider", "junie": "aider",
-    })
-    """Local runner: the agent that runs steps planned for each type (JSON). `aider` is installed into its own virtualenv (`AIDER_VENV`) on first use and works with the local LLM (the embedded model or Ollama); the others must be on PATH with their own credentials."""
+    }))
+    """Local runner: the agent that runs steps planned for each type (JSON). `aider` is installed into its own
+    virtualenv (`AIDER_VENV`) on first use and works with the local LLM (the embedded model or Ollama); the others
+    must be on PATH with their own credentials."""
     local_agent_command: list[str] = Field(default_factory=list)
-    """Local runner: one command (argv, JSON list) that replaces the agent of every type, e.g. the tests' deterministic agent. Empty = `LOCAL_AGENTS`."""
+    """Local runner: one command (argv, JSON list) that replaces the agent of every type, e.g. the tests'
+    deterministic agent. Empty = `LOCAL_AGENTS`."""
     aider_venv: str = ".cache/agents/aider-venv"
-    """Local runner: Aider's own virtualenv (relative paths are under the project directory); installed there on first use unless it already holds the pinned version."""
+    """Local runner: Aider's own virtualenv (relative paths are under the project directory); installed there on
+    first use unless it already holds the pinned version."""
     aider_args: list[str] = Field(default_factory=lambda: ["--edit-format", "whole", "--map-tokens", "0"])
-    """Extra Aider flags for both runners (JSON list): whole-file edits and no repository map keep a small local model reliable (the diff formats fail often with a 1.5B model); a large model may prefer `["--edit-format", "diff"]`."""
+    """Extra Aider flags for both runners (JSON list): whole-file edits and no repository map keep a small local
+    model reliable (the diff formats fail often with a 1.5B model); a large model may prefer
+    `["--edit-format", "diff"]`."""
     agent_images: dict[str, str] = Field(default_factory=lambda: {
-        "aider": "jervis-aider", "openhands": "jervis-coding-engine", "claude": "jervis-claude", "junie": "jervis-junie",
+        "aider": "jervis-aider", "openhands": "jervis-coding-engine", "claude": "jervis-claude",
+        "junie": "jervis-junie",
     })
     """Image name per agent: `{CONTAINER_REGISTRY}/{name}:{AGENT_IMAGE_TAG}` (JSON)."""
     agent_image_tag: str = "latest"
@@ -107,9 +121,13 @@ class Settings(BaseSettings):
     agent_secret_keys: list[str] = Field(default_factory=lambda: [
         "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "JUNIE_API_KEY", "GIT_TOKEN",
     ])
-    """Keys of `AGENT_SECRET_NAME` exposed to agents as env vars of the same name (optional refs); their values are also redacted from logs when this process has them (JSON). The local runner passes the same names from its own environment (none to test runs, like the Jobs)."""
+    """Keys of `AGENT_SECRET_NAME` exposed to agents as env vars of the same name (optional refs); their values are
+    also redacted from logs when this process has them (JSON). The local runner passes the same names from its own
+    environment (none to test runs, like the Jobs)."""
     agent_env_passthrough: list[str] = Field(default_factory=list)
-    """Local runner: further variables passed from the service's environment to agents (JSON list, e.g. `["HF_HOME"]`). Agents otherwise get only an allow-list: basic process variables (PATH, HOME, locale, proxies, CA bundles), their job's variables and `AGENT_SECRET_KEYS`; never `MONGODB_URL` or `API_TOKEN`."""
+    """Local runner: further variables passed from the service's environment to agents (JSON list, e.g.
+    `["HF_HOME"]`). Agents otherwise get only an allow-list: basic process variables (PATH, HOME, locale, proxies,
+    CA bundles), their job's variables and `AGENT_SECRET_KEYS`; never `MONGODB_URL` or `API_TOKEN`."""
     agent_service_account: str | None = None
     """Service account of agent Jobs (none = the namespace default)."""
     job_ttl_seconds: int = 300
@@ -126,6 +144,17 @@ class Settings(BaseSettings):
     """Timeout of one Kubernetes API call."""
     k8s_poll_seconds: float = 2.0
     """How often a waiting runner re-checks a Job and its pod (a watch wakes it sooner)."""
+    k8s_capacity_wait_seconds: float = Field(default=3600.0, gt=0)
+    """How long a step waits for a free agent slot (`AGENT_CONCURRENCY` of its type running in this pod or as Jobs
+    in the namespace) before the attempt fails. Keep it above the longest `AGENT_TIMEOUTS` entry: a slot frees when
+    a running agent ends."""
+    k8s_start_timeout_seconds: float = Field(default=300.0, gt=0)
+    """An agent Job whose pod has not started its container within this long (unschedulable, a slow image pull, a
+    quota refusing the pod) is deleted and the attempt fails. Also the allowance beyond the agent's timeout before
+    the runner stops waiting for a Job the cluster never finishes."""
+    k8s_delete_timeout_seconds: float = Field(default=90.0, gt=0)
+    """How long a deleted agent Job may take to disappear (its pod's termination grace, with room) before the
+    attempt fails instead of starting beside it."""
     agent_timeouts: dict[str, int] = Field(
         default_factory=lambda: {"aider": 600, "openhands": 1800, "claude": 1800, "junie": 1200}
     )
@@ -191,31 +220,40 @@ class Settings(BaseSettings):
     lock_heartbeat_seconds: float = 10.0
     """Heartbeat of a held lock slot."""
     lock_stale_seconds: float = 300.0
-    """A slot whose holder stopped heart-beating this long is taken over. The holder itself gives the lease up (and suspends the run) when its heartbeats have failed for this minus two heartbeats (at most half of it), so it stops before another pod can take over."""
+    """A slot whose holder stopped heart-beating this long is taken over. The holder itself gives the lease up (and
+    suspends the run) when its heartbeats have failed for this minus two heartbeats (at most half of it), so it
+    stops before another pod can take over."""
     pod_id: str | None = Field(default=None, json_schema_extra={"doc_default": "<POD_NAME, else persisted>"})
-    """Owner id of this pod's lock slots and runs. Unset: `POD_NAME`, else an id persisted under `DATA_ROOT/.orchestrator/pod-ids/` (an OS file lock keeps two live processes apart). Stable across restarts, so a restarted service frees its own slots and adopts its runs at once."""
+    """Owner id of this pod's lock slots and runs. Unset: `POD_NAME`, else an id persisted under
+    `DATA_ROOT/.orchestrator/pod-ids/` (an OS file lock keeps two live processes apart). Stable across restarts, so
+    a restarted service frees its own slots and adopts its runs at once."""
     pod_name: str | None = None
-    """The Kubernetes pod name (the Deployment sets it from the downward API): the pod id when `POD_ID` is unset. A restarted container keeps it."""
+    """The Kubernetes pod name (the Deployment sets it from the downward API): the pod id when `POD_ID` is unset. A
+    restarted container keeps it."""
     recovery_interval_seconds: float = 30.0
     """How often a pod looks for runs orphaned by a dead pod and adopts them."""
     shutdown_grace_seconds: float = 20.0
-    """On SIGTERM, running nodes get this long to finish; then the run is suspended (its agent Job left running) and continued from its last checkpoint by another pod, or this one after its restart, which re-attaches to the Job."""
+    """On SIGTERM, running nodes get this long to finish; then the run is suspended (its agent Job left running) and
+    continued from its last checkpoint by another pod, or this one after its restart, which re-attaches to the Job."""
 
     context_ttl_days: int = 30
     """Lifetime of context-store entries."""
     recursion_limit: int = 400
     """LangGraph recursion limit of one run segment (a safety net: the recovery caps below end every loop first)."""
     response_language: str = "auto"
-    """Language of answers, questions and reports: `auto` = the language of each request (Czech or English), or a code such as `cs` / `en` for every run."""
+    """Language of answers, questions and reports: `auto` = the language of each request (Czech or English), or a
+    code such as `cs` / `en` for every run."""
 
     recovery_max_attempts: int = Field(default=3, ge=1)
-    """Agent attempts per step, the first included. When they are used up the user is asked once (retry with a hint, skip, replan or stop); after that the run stops."""
+    """Agent attempts per step, the first included. When they are used up the user is asked once (retry with a hint,
+    skip, replan or stop); after that the run stops."""
     recovery_max_replans: int = Field(default=2, ge=0)
     """Replannings per run: after a failed step, or a plan gate refused with a reason."""
     clarification_max_rounds: int = Field(default=2, ge=0)
     """Rounds of clarifying questions intake may ask about an unclear request before it goes on with what it has."""
     recovery_max_questions: int = Field(default=3, ge=0)
-    """Recovery questions (`clarify` interrupts after a failure) per run; past it a failure that needs the user stops the run."""
+    """Recovery questions (`clarify` interrupts after a failure) per run; past it a failure that needs the user
+    stops the run."""
     test_timeout_seconds: int = Field(default=600, ge=1)
     """Deadline of one test run (`require_tests`), a Job's `activeDeadlineSeconds` on Kubernetes."""
 
@@ -228,19 +266,25 @@ class Settings(BaseSettings):
     push_timeout_seconds: float = 5.0
     """Timeout of one push to Kotlin."""
     outbox_status_expiry_seconds: float = Field(default=86_400.0, gt=0, le=31_536_000)
-    """A status push Kotlin has not acknowledged by then is given up (counted in `jervis_kotlin_push_failures_total`); its identity stays taken as long again, so a crash replay does not send it twice."""
+    """A status push Kotlin has not acknowledged by then is given up (counted in
+    `jervis_kotlin_push_failures_total`); its identity stays taken as long again, so a crash replay does not send it
+    twice."""
     outbox_progress_expiry_seconds: float = Field(default=900.0, gt=0, le=31_536_000)
     """A progress or correction-progress push is given up after this: a stale heartbeat is useless."""
     outbox_retry_base_seconds: float = Field(default=1.0, gt=0)
-    """First retry delay of a failed push; doubled per attempt up to `OUTBOX_RETRY_MAX_SECONDS`, with jitter (half to all of it)."""
+    """First retry delay of a failed push; doubled per attempt up to `OUTBOX_RETRY_MAX_SECONDS`, with jitter (half
+    to all of it)."""
     outbox_retry_max_seconds: float = Field(default=60.0, gt=0)
     """Cap of the retry delay: once Kotlin answers again, a waiting push is delivered within about this long."""
     outbox_poll_seconds: float = Field(default=5.0, gt=0)
-    """How often the outbox is searched for pushes due for a retry or left by another pod (a new push is sent at once)."""
+    """How often the outbox is searched for pushes due for a retry or left by another pod (a new push is sent at
+    once)."""
     outbox_lease_seconds: float = Field(default=30.0, gt=0)
-    """A push being sent is claimed for this long, so no other pod sends it meanwhile; must exceed `PUSH_TIMEOUT_SECONDS`."""
+    """A push being sent is claimed for this long, so no other pod sends it meanwhile; must exceed
+    `PUSH_TIMEOUT_SECONDS`."""
     outbox_memory_capacity: int = Field(default=1000, ge=10)
-    """Pushes kept in memory while MongoDB refuses outbox writes (retried with backoff); beyond it the oldest progress push is dropped first."""
+    """Pushes kept in memory while MongoDB refuses outbox writes (retried with backoff); beyond it the oldest
+    progress push is dropped first."""
     tracker_timeout_seconds: float = 30.0
     """Timeout of a Kotlin tracker call."""
     health_cache_seconds: float = 5.0
@@ -248,23 +292,33 @@ class Settings(BaseSettings):
     stream_buffer_events: int = 2000
     """Events kept per thread for SSE replay (`Last-Event-ID`)."""
     stream_buffer_bytes: int = Field(default=1 << 20, ge=4096)
-    """Bytes of events kept per thread for SSE replay (as sent, 1 MiB); the oldest go first, and a reconnecting client that missed them gets a `gap` event."""
+    """Bytes of events kept per thread for SSE replay (as sent, 1 MiB); the oldest go first, and a reconnecting
+    client that missed them gets a `gap` event."""
     stream_hub_bytes: int = Field(default=64 << 20, ge=4096)
     """Bytes of events kept for all threads together (64 MiB); past it the oldest events of any thread go first."""
     stream_event_bytes: int = Field(default=64 << 10, ge=1024)
-    """Largest single SSE event (64 KiB): a bigger one has its long texts cut (`"truncated": true`) instead of pushing everything else out."""
+    """Largest single SSE event (64 KiB): a bigger one has its long texts cut (`"truncated": true`) instead of
+    pushing everything else out."""
 
     max_body_bytes: int = Field(default=4 << 20, ge=1024)
-    """Largest request body (4 MiB) on every route but the bulk ones; larger gets 413 before it is read. Far above what Kotlin sends to `/orchestrate/stream` (a query, at most 20 chat messages and 15 summary blocks, the environment) and well inside the 16 MiB MongoDB document a run's checkpoint must fit in."""
+    """Largest request body (4 MiB) on every route but the bulk ones; larger gets 413 before it is read. Far above
+    what Kotlin sends to `/orchestrate/stream` (a query, at most 20 chat messages and 15 summary blocks, the
+    environment) and well inside the 16 MiB MongoDB document a run's checkpoint must fit in."""
     max_bulk_body_bytes: int = Field(default=16 << 20, ge=1024)
-    """Largest body (16 MiB) of `/correction/*` (a whole meeting's transcript segments, about 150 KB per hour of speech) and `/internal/compress-chat` (a chat's unsummarised messages)."""
+    """Largest body (16 MiB) of `/correction/*` (a whole meeting's transcript segments, about 150 KB per hour of
+    speech) and `/internal/compress-chat` (a chat's unsummarised messages)."""
     max_json_depth: int = Field(default=32, ge=2)
-    """Deepest nesting of objects and arrays in a request body; deeper gets 422 before validation (Kotlin's bodies nest 6 levels at most, `environment.components[].ports[]`; MongoDB refuses documents deeper than 100)."""
+    """Deepest nesting of objects and arrays in a request body; deeper gets 422 before validation (Kotlin's bodies
+    nest 6 levels at most, `environment.components[].ports[]`; MongoDB refuses documents deeper than 100)."""
     max_text_chars: int = Field(default=1_000_000, ge=1)
-    """Longest free text in a request (`query`, an approval's `modification` and `reason`, a correction `instruction`); longer gets 422. A query may be a whole log for the cloud model (about 250 000 tokens fit)."""
+    """Longest free text in a request (`query`, an approval's `modification` and `reason`, a correction
+    `instruction`); longer gets 422. A query may be a whole log for the cloud model (about 250 000 tokens fit)."""
 
     api_token: SecretStr | None = None
-    """When set, every endpoint requires `Authorization: Bearer <token>` (`/stream` included); only the probes `/health/live` and `/health/ready`, and a minimal `/health`, answer without it. Off by default: the Kotlin server sends no token. For deployments reachable beyond the NetworkPolicy; the terminal client sends `JERVIS_API_TOKEN`."""
+    """When set, every endpoint requires `Authorization: Bearer <token>` (`/stream` included); only the probes
+    `/health/live` and `/health/ready`, and a minimal `/health`, answer without it. Off by default: the Kotlin
+    server sends no token. For deployments reachable beyond the NetworkPolicy; the terminal client sends
+    `JERVIS_API_TOKEN`."""
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Level of the service's log (libraries' chatter stays at WARNING)."""

@@ -29,7 +29,7 @@ Check = Callable[[], Awaitable[Any]]
 
 
 class HealthChecker:
-    def __init__(self, *, settings: Settings, mongo: AsyncMongoClient, http: httpx.AsyncClient,
+    def __init__(self, *, settings: Settings, mongo: AsyncMongoClient[Any], http: httpx.AsyncClient,
                  kb: KnowledgeBaseClient, runs: RunManager, llm: ProviderHealth,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._settings = settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
@@ -26,11 +26,12 @@ from app.correction.service import CorrectionService
 from app.correction.store import RuleStore
 from app.graph.builder import build_graph
 from app.graph.context import RunContext
+from app.graph.llm_gate import ApprovingLlm
 from app.health import HealthChecker
 from app.llm.health import ProviderHealth
 from app.llm.provider import LitellmProvider
-from app.observability.redaction import Redactor
 from app.observability.metrics import Metrics
+from app.observability.redaction import Redactor
 from app.persistence import context_store as context_store_module
 from app.persistence import lock as lock_module
 from app.persistence import outbox as outbox_module
@@ -88,9 +89,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         context_store = ContextStore(db[context_store_module.COLLECTION_NAME], ttl_days=settings.context_ttl_days,
                                      redact=redact)
         run_store = RunStore(db[runs_module.COLLECTION_NAME])
-        outbox_store = OutboxStore(db[outbox_module.COLLECTION_NAME], pod_id=settings.pod_id,
+        outbox_store = OutboxStore(db[outbox_module.COLLECTION_NAME], pod_id=identity.pod_id,
                                    lease_seconds=settings.outbox_lease_seconds)
-        setups = [lock.setup(), context_store.setup(), run_store.setup(), outbox_store.setup()]
+        setups: list[Awaitable[object]] = [lock.setup(), context_store.setup(), run_store.setup(),
+                                            outbox_store.setup()]
         if settings.kotlin_mongodb_database:
             setups.append(ensure_indexes(mongo[settings.kotlin_mongodb_database], KOTLIN_INDEXES))
         await asyncio.gather(*setups)
@@ -127,7 +129,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         workspaces = WorkspaceManager(settings.data_root)
         llm = LitellmProvider(settings, metrics=metrics)
         context = RunContext(
-            settings=settings, llm=llm, kb=kb, kotlin=kotlin, context_store=context_store,
+            settings=settings, llm=ApprovingLlm(llm), kb=kb, kotlin=kotlin, context_store=context_store,
             runner=create_runner(settings, workspaces, metrics, redact=redact), workspaces=workspaces,
         )
         graph = build_graph().compile(checkpointer=checkpointer)
@@ -162,7 +164,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         health = HealthChecker(settings=settings, mongo=mongo, http=http, kb=kb, runs=manager, llm=llm_health)
         correction = CorrectionService(
             llm=llm, store=RuleStore(kb), progress_sink=kotlin,
-            progress_interval=settings.correction_progress_interval_seconds,
+            progress_interval=settings.correction_progress_interval_seconds, language=settings.response_language,
         )
         app.state.services = Services(settings=settings, runs=manager, events=events, health=health,
                                       kotlin=kotlin, metrics=metrics, context_store=context_store,

@@ -1,7 +1,13 @@
-"""App factory. `uvicorn app.main:app` reads settings from the environment when imported, so a
-bad setting stops the process with a clear error before it listens."""
+"""App factory. `create_app(settings)` is the only way the app is built; nothing happens at import.
+
+`uvicorn app.main:app` asks this module for `app`, which reads the settings from the environment
+and configures logging then (once, on first access): a bad setting stops the process with a
+clear error before it listens. Tests build their own with `create_app(settings)`.
+"""
 
 from __future__ import annotations
+
+import functools
 
 from fastapi import FastAPI
 
@@ -25,6 +31,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-settings = Settings()
-configure_logging(level=settings.log_level, fmt=settings.log_format, secrets=settings.secret_values())
-app = create_app(settings)
+@functools.cache
+def served_app() -> FastAPI:
+    """The process's app, from the environment, with logging configured (what uvicorn serves)."""
+    settings = Settings()
+    configure_logging(level=settings.log_level, fmt=settings.log_format, secrets=settings.secret_values())
+    return create_app(settings)
+
+
+def __getattr__(name: str) -> FastAPI:
+    """`app.main:app` builds the served app on first access (PEP 562), not at import."""
+    if name == "app":
+        return served_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,7 +31,7 @@ from langgraph.checkpoint.mongodb import MongoDBSaver
 from langgraph.types import Durability
 from pymongo import MongoClient
 
-from app.persistence.embedded_mongo import EmbeddedMongo
+from app.dev.embedded_mongo import EmbeddedMongo
 from bench import graphs
 
 MODES: tuple[Durability, ...] = ("exit", "async", "sync")

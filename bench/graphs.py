@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,7 @@ def chain(saver: BaseCheckpointSaver[Any], state: type, names: list[str], make_n
     for name in names:
         graph.add_node(name, make_node(name))
     graph.add_edge(START, names[0])
-    for a, b in zip(names, names[1:], strict=False):
+    for a, b in itertools.pairwise(names):
         graph.add_edge(a, b)
     graph.add_edge(names[-1], END)
     return graph.compile(checkpointer=saver)

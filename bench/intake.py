@@ -19,11 +19,13 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.config import Settings  # noqa: E402
-from app.graph import intent  # noqa: E402
-from app.graph.classification import RULE, classify  # noqa: E402
-from app.llm.embedded_model import DEFAULT_CACHE_DIR, EmbeddedModel, cached_model  # noqa: E402
-from app.llm.provider import LitellmProvider  # noqa: E402
+from app.config import Settings
+from app.dev.embedded_model import EmbeddedModel
+from app.dev.model_cache import DEFAULT_CACHE_DIR
+from app.dev.model_download import cached_model
+from app.graph import intent
+from app.graph.classification import RULE, classify
+from app.llm.provider import LitellmProvider
 
 REQUESTS = (
     "Add a subtract(a, b) function to calc.py",
@@ -51,7 +53,8 @@ async def measure(settings: Settings, requests: tuple[str, ...]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--api-base", help="an OpenAI-compatible server already running (default: start the embedded model)")
+    parser.add_argument("--api-base",
+                        help="an OpenAI-compatible server already running (default: start the embedded model)")
     parser.add_argument("--model", default="openai/qwen2.5-coder-1.5b", help="litellm model string with --api-base")
     parser.add_argument("requests", nargs="*", help="requests to classify (default: a fixed set in both languages)")
     args = parser.parse_args()

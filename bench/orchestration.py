@@ -34,19 +34,19 @@ from typing import Any, TypedDict
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import httpx  # noqa: E402
-from langgraph.checkpoint.mongodb import MongoDBSaver  # noqa: E402
-from pymongo import MongoClient  # noqa: E402
+import httpx
+from langgraph.checkpoint.mongodb import MongoDBSaver
+from pymongo import MongoClient
 
-from app.persistence.embedded_mongo import EmbeddedMongo  # noqa: E402
-from app.persistence.mongo import create_sync_client  # noqa: E402
-from app.runs.lifecycle import DURABILITY  # noqa: E402
-from bench import graphs  # noqa: E402
-from tests.fixtures.kb_server import FakeKbServer  # noqa: E402
-from tests.fixtures.kotlin_server import FakeKotlinServer  # noqa: E402
-from tests.fixtures.llm_server import Reply, ScriptedLlmServer  # noqa: E402
-from tests.fixtures.service import ServiceProcess, service_env  # noqa: E402
-from tests.support import (  # noqa: E402
+from app.dev.embedded_mongo import EmbeddedMongo
+from app.persistence.mongo import create_sync_client
+from app.runs.lifecycle import DURABILITY
+from bench import graphs
+from tests.fixtures.kb_server import FakeKbServer
+from tests.fixtures.kotlin_server import FakeKotlinServer
+from tests.fixtures.llm_server import Reply, ScriptedLlmServer
+from tests.fixtures.service import ServiceProcess, service_env
+from tests.support import (
     advice_script,
     classification,
     file_block,
@@ -204,7 +204,7 @@ def largest_checkpoint(service: ServiceProcess, kotlin: FakeKotlinServer, llm: S
 
 def p(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:

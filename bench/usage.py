@@ -17,15 +17,15 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import httpx  # noqa: E402
-from pymongo import MongoClient  # noqa: E402
+import httpx
+from pymongo import MongoClient
 
-from app.persistence.embedded_mongo import EmbeddedMongo  # noqa: E402
-from tests.fixtures.kb_server import FakeKbServer  # noqa: E402
-from tests.fixtures.kotlin_server import FakeKotlinServer  # noqa: E402
-from tests.fixtures.llm_server import Reply, ScriptedLlmServer  # noqa: E402
-from tests.fixtures.service import ServiceProcess, service_env  # noqa: E402
-from tests.support import approval, code_task_script, kotlin_rules, make_git_repo, node_marker, orchestrate_body  # noqa: E402
+from app.dev.embedded_mongo import EmbeddedMongo
+from tests.fixtures.kb_server import FakeKbServer
+from tests.fixtures.kotlin_server import FakeKotlinServer
+from tests.fixtures.llm_server import Reply, ScriptedLlmServer
+from tests.fixtures.service import ServiceProcess, service_env
+from tests.support import approval, code_task_script, kotlin_rules, make_git_repo, node_marker, orchestrate_body
 
 
 def run_once(service: ServiceProcess, kotlin: FakeKotlinServer, workspace: str, rules: dict) -> str:

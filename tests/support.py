@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -188,3 +190,22 @@ def attempt_instructions(events: list[tuple[int, str, dict[str, Any]]]) -> dict[
         elif line.startswith("instructions| ") and attempt:
             told[attempt].append(line[len("instructions| "):])
     return {number: "\n".join(lines) for number, lines in told.items()}
+
+
+async def until(probe: Callable[[], Any], what: str, timeout: float = 30, interval: float = 0.02) -> Any:
+    """Poll a synchronous `probe` until it returns something truthy (returned), within `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not (value := probe()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(interval)
+    return value
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -18,9 +18,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic.fields import FieldInfo
-
 from prometheus_client.metrics import MetricWrapperBase
+from pydantic.fields import FieldInfo
 
 from app.config import Settings
 from app.graph.builder import build_graph

@@ -14,6 +14,7 @@ at all (a missing test tool is not the agent's fault).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -775,10 +776,8 @@ def stop_group(process: subprocess.Popen[str], reader: threading.Thread) -> None
     if not signal_group(process, signal.SIGTERM):
         return  # nothing left: the usual end
     deadline = time.monotonic() + KILL_GRACE
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(KILL_GRACE)
-    except subprocess.TimeoutExpired:
-        pass
     reader.join(max(0.0, deadline - time.monotonic()))
     if process.poll() is None or reader.is_alive():
         signal_group(process, signal.SIGKILL)
@@ -858,12 +857,10 @@ def bad_environment(env: Mapping[str, str], reason: str) -> int:
     print(f"jervis-entrypoint: {reason}", file=sys.stderr, flush=True)
     workspace = workspace_from(env)
     if workspace is not None:
-        try:
+        with contextlib.suppress(OSError):
             write_result(workspace, {"success": False, "summary": f"Entrypoint cannot run: {reason}",
                                      "changedFiles": [], "exitCode": None, "costUsd": None, "logTail": "",
                                      "agent": result_agent(env)})
-        except OSError:
-            pass
     return EXIT_BAD_ENVIRONMENT
 
 

@@ -82,7 +82,7 @@ def request_json(method: str, url: str, *, body: Mapping[str, Any] | None = None
     request = urllib.request.Request(url, data=data, headers=headers, method=method)
     where = f"KB {method} {urllib.parse.urlsplit(url).path}"
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (KB URL from config)
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             raw = response.read()
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode("utf-8", errors="replace")[:ERROR_PREVIEW]

@@ -22,10 +22,16 @@ class AgentControl:
     """True: the run is being suspended; a cancelled runner leaves its agent running."""
     reason: str = ""
     """Why the run is suspended (for logs): "shutdown", "lease lost"."""
+    cancelled: bool = False
+    """The user cancelled the run: runners stop their agent at their next poll even if the task's
+    cancellation has not reached them (the graph runs nodes in tasks of its own)."""
 
     def suspend(self, reason: str) -> None:
         self.detach = True
         self.reason = reason
+
+    def cancel(self) -> None:
+        self.cancelled = True
 
 
 _control: ContextVar[AgentControl | None] = ContextVar("agent_control", default=None)
@@ -40,3 +46,9 @@ def should_detach() -> bool:
     """Whether a runner being cancelled now must leave its agent running (see module doc)."""
     control = _control.get()
     return control is not None and control.detach
+
+
+def cancel_requested() -> bool:
+    """Whether the user cancelled the run this runner works for: stop the agent now."""
+    control = _control.get()
+    return control is not None and control.cancelled and not control.detach

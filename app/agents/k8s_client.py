@@ -8,6 +8,7 @@ backoff, and 404 / 409 get their meaning here (gone / already exists) instead of
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
@@ -30,6 +31,48 @@ FATAL_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName
 
 class KubernetesError(RuntimeError):
     """The Kubernetes API failed for a reason retrying will not fix."""
+
+
+class LogStream:
+    """Ends a followed pod log from another thread at once: `stop()` also shuts its connection's
+    socket, so the thread blocked reading it returns now, not at the agent's next line (or after
+    `LOG_IDLE_SECONDS`); a thread left reading would also hold up the process's exit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._opened = False
+        self._response: Any = None
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    @property
+    def opened(self) -> bool:
+        """Whether a log was ever followed (a pod that never started has none)."""
+        return self._opened
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            response, self._response = self._response, None
+        if response is not None:
+            with contextlib.suppress(Exception):  # already released or closed: nothing left to end
+                response.shutdown()
+
+    def attach(self, response: Any) -> bool:
+        """Register the open response; False when the stream was stopped meanwhile (close it)."""
+        with self._lock:
+            if self._stopped:
+                return False
+            self._response = response
+            self._opened = True
+            return True
+
+    def detach(self) -> None:
+        with self._lock:
+            self._response = None
 
 
 def load_api_client(kubeconfig: str | None = None) -> client.ApiClient:
@@ -104,15 +147,17 @@ class KubernetesApi:
         result = await self._call(self._core.list_namespaced_pod, self.namespace, label_selector=f"job-name={name}")
         return list(result.items)
 
-    async def wait_for_change(self, name: str, seconds: float) -> None:
-        """Return when the Job changes or after `seconds` (a short watch window; the caller polls
-        around it, so a broken watch only costs latency)."""
+    async def wait_for_change(self, name: str, seconds: float, *, since: str | None = None) -> None:
+        """Return when the Job changes after resourceVersion `since` or after `seconds` (a short
+        watch window; the caller polls around it, so a broken watch only costs latency). Without
+        `since` the watch's first event is the Job as it is, and this returns at once."""
         def run() -> None:
             watcher = watch.Watch()
+            options: dict[str, Any] = {"resource_version": since} if since else {}
             try:
                 for _ in watcher.stream(self._batch.list_namespaced_job, self.namespace,
                                         field_selector=f"metadata.name={name}", timeout_seconds=max(1, int(seconds)),
-                                        _request_timeout=seconds + 5):
+                                        _request_timeout=seconds + 5, **options):
                     return
             finally:
                 watcher.stop()
@@ -123,15 +168,19 @@ class KubernetesApi:
             log.debug("watch of Job %s failed: %s", name, exc)
             await asyncio.sleep(seconds)
 
-    def follow_logs(self, pod: str, on_line: Callable[[str], None], stop: threading.Event) -> None:
+    def follow_logs(self, pod: str, on_line: Callable[[str], None], stop: LogStream) -> None:
         """Blocking: stream the pod's log lines to `on_line` until the container ends or `stop`."""
         # (connect, read): the client rejects None, and a follow may legitimately idle for long.
-        response = self._core.read_namespaced_pod_log(pod, self.namespace, container="agent", follow=True,
+        # With _preload_content=False the client returns the urllib3 response, not the str it declares.
+        response: Any = self._core.read_namespaced_pod_log(pod, self.namespace, container="agent", follow=True,
                                                       _preload_content=False, _request_timeout=(10, LOG_IDLE_SECONDS))
+        if not stop.attach(response):
+            response.release_conn()
+            return
         try:
             buffer = b""
             for chunk in response.stream(4096):
-                if stop.is_set():
+                if stop.stopped:
                     return
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
@@ -139,22 +188,32 @@ class KubernetesApi:
                     on_line(line.decode(errors="replace"))
             if buffer:
                 on_line(buffer.decode(errors="replace"))
+        except Exception:
+            if stop.stopped:  # the read that `stop()` cut short: not a failure
+                return
+            raise
         finally:
-            response.release_conn()
+            stop.detach()
+            if stop.stopped:
+                response.close()  # its socket may be shut down: not one for the pool
+            else:
+                response.release_conn()
 
 
 def job_finished(job: client.V1Job) -> str | None:
     """"Complete" or "Failed" once the Job has a final condition, else None."""
     for condition in (job.status.conditions or []) if job.status else []:
         if condition.type in ("Complete", "Failed") and condition.status == "True":
-            return condition.type
+            final: str = condition.type
+            return final
     return None
 
 
 def job_failure_reason(job: client.V1Job) -> str | None:
     for condition in (job.status.conditions or []) if job.status else []:
         if condition.type == "Failed" and condition.status == "True":
-            return condition.reason or condition.message or "Failed"
+            reason: str = condition.reason or condition.message or "Failed"
+            return reason
     return None
 
 
@@ -170,6 +229,25 @@ def fatal_pod_problem(pods: list[client.V1Pod]) -> str | None:
 
 def pod_started(pod: client.V1Pod) -> bool:
     return bool(pod.status and pod.status.phase in ("Running", "Succeeded", "Failed"))
+
+
+def pod_summary(pods: list[client.V1Pod]) -> str:
+    """What the Job's pods are doing, for a deadline's message ("pod x: Pending, Unschedulable: 0/3 nodes…")."""
+    if not pods:
+        return "no pod yet"
+    parts = []
+    for pod in pods:
+        status = pod.status or client.V1PodStatus()
+        reasons = [f"{c.reason}: {c.message}" if c.message else c.reason
+                   for c in status.conditions or [] if c.status == "False" and c.reason]
+        for container in status.container_statuses or []:
+            waiting = container.state.waiting if container.state else None
+            if waiting and waiting.reason:
+                reasons.append(waiting.reason)
+        phase = status.phase or "Unknown"
+        name = pod.metadata.name if pod.metadata else "?"
+        parts.append(f"pod {name}: {', '.join(dict.fromkeys([phase, *reasons]))}")
+    return "; ".join(parts)[:500]
 
 
 def _message(exc: ApiException) -> str:

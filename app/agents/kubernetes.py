@@ -6,6 +6,12 @@ come. Job names are deterministic, so after an orchestrator restart the runner r
 Job that still runs. Cancel and timeout delete the Job with Background propagation, except when
 the run is being suspended (shutdown, lost lease: `app.agents.control`): then the Job is left
 running for the pod that adopts the run, which re-attaches to it by its name.
+
+Every wait on the cluster has a deadline (settings `K8S_CAPACITY_WAIT_SECONDS`,
+`K8S_START_TIMEOUT_SECONDS`, `K8S_DELETE_TIMEOUT_SECONDS`, and the agent's own timeout) and ends
+in a `KubernetesWaitError` naming what it awaited and for how long: a wait before the Job exists
+fails the attempt with it; a Job that does not start or never finishes is deleted and its attempt
+judged failed with that message.
 """
 
 from __future__ import annotations
@@ -13,15 +19,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 from collections import deque
 from collections.abc import AsyncIterator
 
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
-from app.agents.control import should_detach
+from app.agents.control import cancel_requested, should_detach
 from app.agents.job_spec import APP_LABEL, build_job, job_name, label_value, step_label
 from app.agents.k8s_client import (
-    KubernetesApi, fatal_pod_problem, job_failure_reason, job_finished, pod_started,
+    KubernetesApi,
+    LogStream,
+    fatal_pod_problem,
+    job_failure_reason,
+    job_finished,
+    pod_started,
+    pod_summary,
 )
 from app.agents.outcome import judge
 from app.agents.workspace import ResultFileError, WorkspaceManager
@@ -30,10 +41,31 @@ from app.config import Settings
 log = logging.getLogger(__name__)
 
 TAIL_LINES = 60
-#: Beyond `activeDeadlineSeconds`: time for scheduling and image pulls before the runner gives up.
-START_GRACE_SECONDS = 120
-#: How long a deleted Job may take to disappear (its pod's termination grace, with room).
-DELETE_GRACE_SECONDS = 90
+
+
+class KubernetesWaitError(TimeoutError):
+    """A wait on the cluster passed its deadline: says what was awaited, for how long, and what was seen last."""
+
+    def __init__(self, awaited: str, seconds: float, last_seen: str) -> None:
+        super().__init__(f"waited {seconds:g} s for {awaited} ({last_seen})")
+        self.awaited = awaited
+        self.seconds = seconds
+
+
+class AgentCapacityTimeoutError(KubernetesWaitError):
+    """No agent slot of the step's type freed up (in this pod or among the namespace's Jobs)."""
+
+
+class JobStartTimeoutError(KubernetesWaitError):
+    """The Job's pod never started its container (unschedulable, image still pulling, refused by a quota)."""
+
+
+class JobNotFinishedError(KubernetesWaitError):
+    """The Job got no final condition by the agent's timeout plus the start allowance."""
+
+
+class JobDeletionTimeoutError(KubernetesWaitError):
+    """A deleted Job still exists (a finalizer or a pod that will not terminate)."""
 
 
 class KubernetesJobRunner:
@@ -45,7 +77,8 @@ class KubernetesJobRunner:
 
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
         name = job_name(job)
-        async with self._agent_slot(job.agent_type):
+        slot_deadline = asyncio.get_running_loop().time() + self._settings.k8s_capacity_wait_seconds
+        async with self._agent_slot(job.agent_type, slot_deadline):
             existing = await self._api.read_job(name)
             if existing is not None and job_finished(existing) and not self._has_result(job):
                 # Finished, but its result is gone (cleaned up before the node was checkpointed).
@@ -54,7 +87,7 @@ class KubernetesJobRunner:
                 existing = None
             if existing is None:
                 await self._retire_other_attempts(job, name)
-                await self._wait_for_capacity(job.agent_type)
+                await self._wait_for_capacity(job.agent_type, slot_deadline)
                 await prepare()
                 if await self._api.create_job(build_job(self._settings, job)) is None:
                     log.info("Job %s already exists: attaching to it", name)
@@ -63,22 +96,37 @@ class KubernetesJobRunner:
             return await self._follow(name, job, on_log)
 
     @contextlib.asynccontextmanager
-    async def _agent_slot(self, agent: str) -> AsyncIterator[None]:
+    async def _agent_slot(self, agent: str, deadline: float) -> AsyncIterator[None]:
         """Per-agent limit in this process (the cluster-wide count is checked before creating)."""
         limit = self._settings.agent_concurrency.get(agent, 1)
         slot = self._local_slots.setdefault(agent, asyncio.Semaphore(limit))
-        async with slot:
+        try:
+            async with asyncio.timeout_at(deadline):
+                await slot.acquire()
+        except TimeoutError:
+            raise AgentCapacityTimeoutError(
+                f"a free {agent} slot in this pod", self._settings.k8s_capacity_wait_seconds,
+                f"{limit} {agent} agent(s) of this pod still running, limit {limit}") from None
+        try:
             yield
+        finally:
+            slot.release()
 
-    async def _wait_for_capacity(self, agent: str) -> None:
+    async def _wait_for_capacity(self, agent: str, deadline: float) -> None:
+        loop = asyncio.get_running_loop()
         limit = self._settings.agent_concurrency.get(agent, 1)
         selector = f"app={APP_LABEL},agent-type={label_value(agent)}"
         while True:
             active = [j for j in await self._api.list_jobs(selector) if not job_finished(j)]
             if len(active) < limit:
                 return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise AgentCapacityTimeoutError(
+                    f"a free {agent} slot among the Jobs of namespace {self._api.namespace}",
+                    self._settings.k8s_capacity_wait_seconds, f"{len(active)} {agent} Job(s) running, limit {limit}")
             log.info("%d %s Jobs running (limit %d): waiting", len(active), agent, limit)
-            await asyncio.sleep(self._settings.k8s_poll_seconds)
+            await asyncio.sleep(min(self._settings.k8s_poll_seconds, remaining))
 
     async def _retire_other_attempts(self, job: AgentJob, name: str) -> None:
         """No two attempts of one step run at once: an earlier attempt's Job still running (its
@@ -100,31 +148,43 @@ class KubernetesJobRunner:
             return False
         return True
 
-    async def _wait_gone(self, name: str, deadline_seconds: float = DELETE_GRACE_SECONDS) -> None:
+    async def _wait_gone(self, name: str) -> None:
         """Until a deleted Job is gone; a Job that stays is an error, not a reason to wait forever."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + deadline_seconds
-        while await self._api.read_job(name) is not None:
-            if loop.time() > deadline:
-                raise RuntimeError(f"Job {name} still exists {deadline_seconds:g} s after its deletion")
-            await asyncio.sleep(self._settings.k8s_poll_seconds / 4)
+        limit = self._settings.k8s_delete_timeout_seconds
+        deadline = loop.time() + limit
+        while (current := await self._api.read_job(name)) is not None:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                finalizers = (current.metadata.finalizers if current.metadata else None) or []
+                raise JobDeletionTimeoutError(f"Job {name} to disappear after its deletion", limit,
+                                              f"it still exists; finalizers {finalizers or 'none'}")
+            await asyncio.sleep(min(self._settings.k8s_poll_seconds / 4, remaining))
 
     async def _follow(self, name: str, job: AgentJob, on_log: LogSink | None) -> AgentResult:
         loop = asyncio.get_running_loop()
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         lines: asyncio.Queue[str] = asyncio.Queue()
-        stop = threading.Event()
-        logs = asyncio.create_task(self._stream_logs(name, lambda line: loop.call_soon_threadsafe(
-            lines.put_nowait, line), stop))
+        stop = LogStream()
+
+        def enqueue(line: str) -> None:  # called from the log-reading thread
+            loop.call_soon_threadsafe(lines.put_nowait, line)
+
+        logs = asyncio.create_task(self._stream_logs(name, enqueue, stop))
         pump = asyncio.create_task(_pump(lines, tail, name, on_log))
         try:
-            failure = await self._wait_until_done(name, job)
+            try:
+                failure = await self._wait_until_done(name, job)
+            except (JobStartTimeoutError, JobNotFinishedError) as exc:
+                failure = f"Agent {job.agent_type}: {exc}"
             if failure is not None:
                 await self._api.delete_job(name)
+                if not stop.opened:  # it never started (bad image, unschedulable): no last lines to wait for
+                    stop.stop()
             with contextlib.suppress(TimeoutError, Exception):
                 await asyncio.wait_for(asyncio.shield(logs), 5)  # the last lines
         except BaseException:  # cancelled: the agent must not outlive its run, unless it is suspended
-            stop.set()
+            stop.stop()
             if should_detach():
                 log.info("leaving Job %s running: the run is suspended and its next pod re-attaches", name)
             else:
@@ -132,7 +192,7 @@ class KubernetesJobRunner:
                     await asyncio.shield(self._api.delete_job(name))
             raise
         finally:
-            stop.set()
+            stop.stop()
             logs.cancel()
             await asyncio.sleep(0)  # let queued lines reach the pump
             while not lines.empty():
@@ -142,10 +202,17 @@ class KubernetesJobRunner:
         return judge(self._workspaces, job, exit_code=exit_code, log_tail="\n".join(tail), failure=failure)
 
     async def _wait_until_done(self, name: str, job: AgentJob) -> str | None:
-        """None when the Job completed or failed by itself; else why the runner stopped it."""
+        """None when the Job completed or failed by itself; else why the runner stopped it. Its pod
+        must start within `k8s_start_timeout_seconds`, and the Job finish within that plus the
+        agent's timeout (Kubernetes fails it at `activeDeadlineSeconds`; this is the backstop)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + job.timeout_seconds + START_GRACE_SECONDS
+        start_limit = self._settings.k8s_start_timeout_seconds
+        start_deadline = loop.time() + start_limit
+        deadline = start_deadline + job.timeout_seconds
+        started = False
         while True:
+            if cancel_requested():
+                raise asyncio.CancelledError(f"run cancelled: deleting Job {name}")
             current = await self._api.read_job(name)
             if current is None:
                 return f"Job {name} was deleted before it finished"
@@ -154,15 +221,24 @@ class KubernetesJobRunner:
                 return f"Agent {job.agent_type} timed out after {job.timeout_seconds:g} s"
             if state is not None:
                 return None
-            problem = fatal_pod_problem(await self._api.job_pods(name))
+            pods = await self._api.job_pods(name)
+            problem = fatal_pod_problem(pods)
             if problem is not None:
                 return f"Agent {job.agent_type} could not start: {problem}"
-            if loop.time() > deadline:
-                return f"Agent {job.agent_type} timed out after {job.timeout_seconds:g} s (Job never finished)"
-            await self._api.wait_for_change(name, self._settings.k8s_poll_seconds)
+            started = started or any(pod_started(pod) for pod in pods)
+            now = loop.time()
+            if not started and now > start_deadline:
+                raise JobStartTimeoutError(f"the pod of Job {name} to start", start_limit, pod_summary(pods))
+            if now > deadline:
+                raise JobNotFinishedError(f"Job {name} to finish", start_limit + job.timeout_seconds,
+                                          f"agent timeout {job.timeout_seconds:g} s + start allowance "
+                                          f"{start_limit:g} s; {pod_summary(pods)}")
+            next_deadline = deadline if started else start_deadline
+            await self._api.wait_for_change(name, min(self._settings.k8s_poll_seconds, max(next_deadline - now, 0.1)),
+                                            since=current.metadata.resource_version if current.metadata else None)
 
-    async def _stream_logs(self, name: str, on_line: LogSink, stop: threading.Event) -> None:
-        while not stop.is_set():
+    async def _stream_logs(self, name: str, on_line: LogSink, stop: LogStream) -> None:
+        while not stop.stopped:
             pods = await self._api.job_pods(name)
             started = [p for p in pods if pod_started(p)]
             if started:
@@ -178,7 +254,8 @@ class KubernetesJobRunner:
             for pod in await self._api.job_pods(name):
                 for status in (pod.status.container_statuses or []) if pod.status else []:
                     if status.state and status.state.terminated:
-                        return status.state.terminated.exit_code
+                        code: int | None = status.state.terminated.exit_code
+                        return code
         return None
 
 

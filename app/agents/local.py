@@ -13,6 +13,7 @@ The subprocess gets an allow-listed environment (`agent_env`), never the service
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from app.agents.agent_env import local_agent_env
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
-from app.agents.control import should_detach
+from app.agents.control import cancel_requested, should_detach
 from app.agents.job_spec import job_name, step_label
 from app.agents.local_agents import AiderInstallError, LocalAgents
 from app.agents.local_process import AgentProcess
@@ -116,6 +117,8 @@ class LocalRunner:
         try:
             while process.alive():
                 emit(follower.read())
+                if cancel_requested():
+                    raise asyncio.CancelledError(f"run cancelled: stopping agent {name}")
                 remaining = deadline - time.time()
                 if remaining <= 0:
                     await process.stop()

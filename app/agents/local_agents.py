@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from app.agents.aider_install import AIDER_SPEC, AiderInstallError, aider_bin_dir, ensure_aider, is_installed
 from app.config import Settings
@@ -34,7 +35,8 @@ class LocalAgents:
         """`command` when LOCAL_AGENT_COMMAND is set, else the agent LOCAL_AGENTS maps the type to."""
         if self._settings.local_agent_command:
             return "command"
-        return self._settings.local_agents.get(agent_type, agent_type)  # type: ignore[call-overload]
+        agents = cast("dict[str, str]", self._settings.local_agents)  # keyed by AgentName; any str may be asked
+        return agents.get(agent_type, agent_type)
 
     def describe(self) -> dict[str, str]:
         """Agent type → what runs it, e.g. `aider (aider-chat==0.86.2, ollama_chat/qwen…; installed)`."""

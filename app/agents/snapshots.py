@@ -22,42 +22,27 @@ instead of restoring something else.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
-import os
 import re
-import shutil
-import signal
-import tempfile
-from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-log = logging.getLogger(__name__)
+from app.agents.snapshot_files import delete_added, inside, read_key, still_present, write_atomically
+from app.agents.snapshot_git import (
+    OBJECT_ID,
+    STATE_DIR,
+    GitCommand,
+    SnapshotError,
+    decode_path,
+    encode_paths,
+    temp_index,
+)
+
+__all__ = ["Change", "Snapshot", "SnapshotError", "WorkspaceSnapshots"]
 
 KEY_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,200}")
-OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-"""A full SHA-1 or SHA-256 object name."""
-STATE_DIR = "jervis"
 GITLINK_MODE = "160000"
-#: Variables that would point git at another repository, index or object store than the workspace's
-#: (`git rev-parse --local-env-vars`); the service may itself run under a git hook or `git exec`.
-REPOSITORY_ENV = frozenset({
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-    "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
-    "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
-    "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR",
-})
-#: Settings for commands on a temporary index: a split index would leave shared-index files behind.
-TEMP_INDEX_CONFIG = ("-c", "core.splitIndex=false", "-c", "advice.addEmbeddedRepo=false")
-
-
 #: The same diff whatever the user's diff.* and color.* settings say.
 DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/")
-
-
-class SnapshotError(RuntimeError):
-    """A git command failed or missed its deadline; the message carries git's stderr."""
 
 
 @dataclass(frozen=True)
@@ -82,14 +67,13 @@ class WorkspaceSnapshots:
     """Record, compare and restore the working tree of a workspace without touching its index or refs."""
 
     def __init__(self, git: str = "git", timeout_seconds: float = 60.0) -> None:
-        self._git = git
-        self._timeout = timeout_seconds
+        self._git = GitCommand(git, timeout_seconds)
 
     # ------------------------------------------------------------------ public API
     async def is_repository(self, workspace: Path) -> bool:
         """True only for the top level of a work tree: a subdirectory would snapshot its whole repo."""
         try:
-            top = (await self._run(workspace, "rev-parse", "--show-toplevel")).decode().strip()
+            top = (await self._git.run(workspace, "rev-parse", "--show-toplevel")).decode().strip()
             return bool(top) and Path(top).resolve() == workspace.resolve()
         except (SnapshotError, OSError, UnicodeDecodeError):
             return False
@@ -102,27 +86,27 @@ class WorkspaceSnapshots:
         """
         _check_key(key)
         path = await self._key_file(workspace, key)
-        recorded = _read_key(path)
+        recorded = read_key(path)
         if recorded is not None:
             return Snapshot(tree=recorded, created=False)
         tree = await self.current_tree(workspace)
-        await asyncio.to_thread(_write_atomically, path, tree + "\n")
+        await asyncio.to_thread(write_atomically, path, tree + "\n")
         return Snapshot(tree=tree, created=True)
 
     async def recorded(self, workspace: Path, key: str) -> str | None:
         """The base recorded under `key`, or None; records nothing (a re-attached agent's step)."""
         _check_key(key)
-        return _read_key(await self._key_file(workspace, key))
+        return read_key(await self._key_file(workspace, key))
 
     async def current_tree(self, workspace: Path) -> str:
         """The tree object of the working tree now: what `git add -A` would stage, written to the odb."""
         git_dir = await self._git_dir(workspace)
-        async with _temp_index(git_dir, seed=git_dir / "index") as index:
+        async with temp_index(git_dir, seed=git_dir / "index") as index:
             # --ignore-errors: a path git cannot add (an embedded repository without a commit, an
             # unreadable file) is skipped with exit 1 instead of failing the whole snapshot.
-            await self._run(workspace, "add", "-A", "--ignore-errors", index=index, ok_codes=(0, 1),
-                            warn="git add skipped paths")
-            tree = (await self._run(workspace, "write-tree", index=index)).decode().strip()
+            await self._git.run(workspace, "add", "-A", "--ignore-errors", index=index, ok_codes=(0, 1),
+                                warn="git add skipped paths")
+            tree = (await self._git.run(workspace, "write-tree", index=index)).decode().strip()
         if not OBJECT_ID.fullmatch(tree):
             raise SnapshotError(f"git write-tree printed {tree!r}, not a tree id")
         return tree
@@ -142,8 +126,8 @@ class WorkspaceSnapshots:
         if rewritten:
             await self._checkout(workspace, base, rewritten)
         added = [c.path for c in changes if c.status == "A"]
-        present = await asyncio.to_thread(_present, workspace, added)  # the checkout replaced the others
-        removed = await asyncio.to_thread(_delete, workspace, await self._not_ignored(workspace, present))
+        present = await asyncio.to_thread(still_present, workspace, added)  # the checkout replaced the others
+        removed = await asyncio.to_thread(delete_added, workspace, await self._not_ignored(workspace, present))
         return sorted({*rewritten, *(set(added) - set(present)), *removed})
 
     async def restore_paths(self, workspace: Path, base: str, paths: list[str]) -> list[str]:
@@ -156,38 +140,38 @@ class WorkspaceSnapshots:
         if not paths:
             return []
         # --literal-pathspecs: a forbidden name like `*.env` is a file name here, not a pattern.
-        out = await self._run(workspace, "--literal-pathspecs", "ls-tree", "-r", "-z", "--name-only", base, "--",
-                              *paths)
-        in_base = [entry for entry in _decode_path(out).split("\0") if entry]
+        out = await self._git.run(workspace, "--literal-pathspecs", "ls-tree", "-r", "-z", "--name-only", base, "--",
+                                  *paths)
+        in_base = [entry for entry in decode_path(out).split("\0") if entry]
         restored = [path for path in paths if any(e == path or e.startswith(path + "/") for e in in_base)]
         if in_base:
             await self._checkout(workspace, base, in_base)
-        removed = await asyncio.to_thread(_delete, workspace, [path for path in paths if path not in restored])
+        removed = await asyncio.to_thread(delete_added, workspace, [path for path in paths if path not in restored])
         return sorted({*restored, *removed})
 
     async def diff(self, workspace: Path, base: str, *, max_chars: int = 12000) -> str:
         """Unified diff from the base to the working tree now, for a review; bounded to `max_chars`."""
         _check_object_id(base)
         current = await self.current_tree(workspace)
-        out = await self._run(workspace, "diff", *DIFF_OPTIONS, base, current, "--")
+        out = await self._git.run(workspace, "diff", *DIFF_OPTIONS, base, current, "--")
         return _bounded(out.decode(errors="replace"), max_chars, "diff")
 
     async def diff_stat(self, workspace: Path, base: str, *, max_chars: int = 2000) -> str:
         """`git diff --stat` from the base to the working tree now, with full paths; bounded to `max_chars`."""
         _check_object_id(base)
         current = await self.current_tree(workspace)
-        out = await self._run(workspace, "diff", *DIFF_OPTIONS, "--stat=1000", "--stat-graph-width=40",
-                              base, current, "--")
+        out = await self._git.run(workspace, "diff", *DIFF_OPTIONS, "--stat=1000", "--stat-graph-width=40",
+                                  base, current, "--")
         return _bounded(out.decode(errors="replace"), max_chars, "diff")
 
     async def read_base(self, workspace: Path, base: str, path: str, *, max_bytes: int = 1_000_000) -> bytes | None:
         """A file's content in the base tree; None when the base has no such file (or it is larger)."""
         _check_object_id(base)
         spec = f"{base}:{path}"
-        size = await self._run(workspace, "cat-file", "-s", spec, ok_codes=(0, 128))
+        size = await self._git.run(workspace, "cat-file", "-s", spec, ok_codes=(0, 128))
         if not size.strip().isdigit() or int(size) > max_bytes:
             return None
-        return await self._run(workspace, "cat-file", "blob", spec)
+        return await self._git.run(workspace, "cat-file", "blob", spec)
 
     # ------------------------------------------------------------------ restore steps
     async def _changes(self, workspace: Path, base: str) -> list[Change]:
@@ -195,16 +179,16 @@ class WorkspaceSnapshots:
         current = await self.current_tree(workspace)
         if current == base:
             return []
-        out = await self._run(workspace, "diff-tree", "-r", "-z", "--raw", "--no-renames", base, current)
-        return _parse_raw(_decode_path(out))
+        out = await self._git.run(workspace, "diff-tree", "-r", "-z", "--raw", "--no-renames", base, current)
+        return _parse_raw(decode_path(out))
 
     async def _checkout(self, workspace: Path, base: str, paths: list[str]) -> None:
         """Write `paths` from the base tree into the working tree, through a second temporary index."""
         git_dir = await self._git_dir(workspace)
-        async with _temp_index(git_dir, seed=None) as index:
-            await self._run(workspace, "read-tree", base, index=index)
-            await self._run(workspace, "checkout-index", "-f", "-z", "--stdin", index=index,
-                            stdin=_encode_paths(paths))
+        async with temp_index(git_dir, seed=None) as index:
+            await self._git.run(workspace, "read-tree", base, index=index)
+            await self._git.run(workspace, "checkout-index", "-f", "-z", "--stdin", index=index,
+                                stdin=encode_paths(paths))
 
     async def _not_ignored(self, workspace: Path, paths: list[str]) -> list[str]:
         """`paths` minus those the ignore rules in the working tree now ignore (the real index is only read)."""
@@ -215,9 +199,9 @@ class WorkspaceSnapshots:
         """Those of `paths` the repository's ignore rules ignore now (tracked paths never are)."""
         if not paths:
             return set()
-        out = await self._run(workspace, "check-ignore", "-z", "--stdin", stdin=_encode_paths(paths),
-                              ok_codes=(0, 1))  # 1: none of them is ignored
-        return set(filter(None, _decode_path(out).split("\0")))
+        out = await self._git.run(workspace, "check-ignore", "-z", "--stdin", stdin=encode_paths(paths),
+                                  ok_codes=(0, 1))  # 1: none of them is ignored
+        return set(filter(None, decode_path(out).split("\0")))
 
     # ------------------------------------------------------------------ git plumbing
     async def _git_dir(self, workspace: Path) -> Path:
@@ -225,173 +209,26 @@ class WorkspaceSnapshots:
         A `.git` that is a symlink out of the workspace is refused: our records and temporary
         indexes would be written wherever it points."""
         dot_git = workspace / ".git"
-        if dot_git.is_symlink() and not _inside(workspace.resolve(), dot_git):
+        if dot_git.is_symlink() and not inside(workspace.resolve(), dot_git):
             raise SnapshotError(f"{dot_git} is a symlink leading outside the workspace")
-        out = await self._run(workspace, "rev-parse", "--absolute-git-dir")
-        return Path(_decode_path(out).strip())
+        out = await self._git.run(workspace, "rev-parse", "--absolute-git-dir")
+        return Path(decode_path(out).strip())
 
     async def _key_file(self, workspace: Path, key: str) -> Path:
         return await self._git_dir(workspace) / STATE_DIR / "snapshots" / key
 
-    async def _run(self, workspace: Path, *args: str, index: Path | None = None, stdin: bytes | None = None,
-                   ok_codes: tuple[int, ...] = (0,), warn: str = "") -> bytes:
-        """stdout of one git command, within the deadline; its stderr in the error otherwise.
-        With `index`, the command works on that temporary index instead of `.git/index`."""
-        what = f"git {' '.join(args)}"
-        config = TEMP_INDEX_CONFIG if index is not None else ()
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                self._git, "-c", "safe.directory=*", "-c", "core.quotepath=off", *config, *args,
-                cwd=workspace, env=_git_env(index),
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,  # its own process group: a wrapper's children die with it
-            )
-        except OSError as exc:
-            raise SnapshotError(f"{what}: {exc}") from exc
-        try:
-            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that arrives as git
-            # finishes, and the cancelled run would go on to start its agent.
-            async with asyncio.timeout(self._timeout):
-                out, err = await proc.communicate(stdin)
-        except BaseException as exc:  # deadline or cancellation: never leave git running on the workspace
-            await _kill(proc)
-            if isinstance(exc, TimeoutError):
-                raise SnapshotError(f"{what} timed out after {self._timeout:g} s") from None
-            raise
-        message = err.decode(errors="replace").strip()
-        if proc.returncode not in ok_codes:
-            raise SnapshotError(f"{what} failed (exit {proc.returncode}): {message}")
-        if proc.returncode != 0 and warn:
-            log.warning("%s in %s: %s", warn, workspace, message)
-        return out
-
 
 # ---------------------------------------------------------------------- helpers
-def _git_env(index: Path | None) -> dict[str, str]:
-    """The service's environment minus repository overrides; no prompts, no optional index writes."""
-    env = {name: value for name, value in os.environ.items() if name not in REPOSITORY_ENV}
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
-    if index is not None:
-        env["GIT_INDEX_FILE"] = str(index)
-    return env
-
-
-async def _kill(proc: asyncio.subprocess.Process) -> None:
-    """Kill the whole process group (even if its leader is gone, a child may still hold the pipes) and reap."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    await proc.wait()
-
-
-@contextlib.asynccontextmanager
-async def _temp_index(git_dir: Path, *, seed: Path | None) -> AsyncIterator[Path]:
-    """A private index file inside the git dir, seeded from `seed` when it exists; always removed."""
-    folder = git_dir / STATE_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix="index-", dir=folder)
-    os.close(fd)
-    index = Path(name)
-    try:
-        if not (seed is not None and await asyncio.to_thread(_copy_if_exists, seed, index)):
-            index.unlink()  # git reads an empty file as a corrupt index, a missing one as an empty index
-        yield index
-    finally:
-        index.unlink(missing_ok=True)
-        index.with_name(index.name + ".lock").unlink(missing_ok=True)  # left by a killed git
-
-
-def _copy_if_exists(source: Path, target: Path) -> bool:
-    """copy2, not copyfile: the copy keeps the index's mtime, which git's racy-clean check compares against."""
-    try:
-        shutil.copy2(source, target)
-    except FileNotFoundError:
-        return False
-    return True
-
-
 def _parse_raw(text: str) -> list[Change]:
     """`diff-tree -r -z --raw --no-renames`: `:<old mode> <new mode> <old> <new> <status>\\0<path>\\0` records."""
     fields = text.split("\0")
     changes: list[Change] = []
-    for meta, path in zip(fields[0::2], fields[1::2]):
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
         if not meta.startswith(":"):
             continue
         old_mode, new_mode, _old, _new, status = meta[1:].split(" ")
         changes.append(Change(status=status[0], path=path, old_mode=old_mode, new_mode=new_mode))
     return changes
-
-
-def _delete(workspace: Path, paths: Iterable[str]) -> list[str]:
-    """Remove added files and symlinks, then the directories that left empty, up to (not including) the root."""
-    root = workspace.resolve()
-    removed: list[str] = []
-    for path in paths:
-        target = workspace / path
-        if not _inside(root, target.parent):
-            log.warning("not deleting %s: its directory leads outside the workspace", path)
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            if target.is_dir() and not target.is_symlink():
-                continue  # not a file: a nested repository or something git did not record as one path
-            target.unlink()
-            removed.append(path)
-        _prune_empty_parents(root, target.parent)
-    return removed
-
-
-def _present(workspace: Path, paths: Iterable[str]) -> list[str]:
-    """Added paths still there as files or symlinks: the checkout replaces an added file that stands where
-    the base has a directory, or one below an added directory where the base has a file."""
-    def present(path: str) -> bool:
-        target = workspace / path
-        leading = [workspace / parent for parent in reversed(Path(path).parents) if parent != Path(".")]
-        real_dirs = all(p.is_dir() and not p.is_symlink() for p in leading)
-        return real_dirs and (target.is_symlink() or target.is_file())
-    return [path for path in paths if present(path)]
-
-
-def _prune_empty_parents(root: Path, folder: Path) -> None:
-    while _inside(root, folder) and folder.resolve() != root:
-        try:
-            folder.rmdir()
-        except OSError:  # not empty (or already gone): stop climbing
-            return
-        folder = folder.parent
-
-
-def _inside(root: Path, path: Path) -> bool:
-    try:
-        return path.resolve().is_relative_to(root)
-    except OSError:
-        return False
-
-
-def _read_key(path: Path) -> str | None:
-    try:
-        text = path.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SnapshotError(f"snapshot record {path} is unreadable: {exc}") from exc
-    if not OBJECT_ID.fullmatch(text):
-        raise SnapshotError(f"snapshot record {path} holds {text[:80]!r}, not a tree id")
-    return text
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Temp file, fsync, rename: after a crash the record is either absent or whole."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(name, path)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)
-        raise
 
 
 def _bounded(text: str, max_chars: int, what: str) -> str:
@@ -411,12 +248,3 @@ def _check_key(key: str) -> None:
 def _check_object_id(base: str) -> None:
     if not isinstance(base, str) or not OBJECT_ID.fullmatch(base):
         raise ValueError("base must be a full lowercase tree id")
-
-
-def _decode_path(raw: bytes) -> str:
-    """Paths are bytes to git; surrogateescape round-trips names that are not UTF-8."""
-    return raw.decode("utf-8", errors="surrogateescape")
-
-
-def _encode_paths(paths: Iterable[str]) -> bytes:
-    return b"".join(path.encode("utf-8", errors="surrogateescape") + b"\0" for path in paths)

@@ -209,7 +209,7 @@ def _has_python_tests(directory: Path) -> bool:
     if not _is_dir(directory):
         return False
     seen = 0
-    for root, dirs, files in os.walk(directory, onerror=lambda exc: None):
+    for _root, dirs, files in os.walk(directory, onerror=lambda exc: None):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         if any(_is_python_test(name) for name in files):
             return True

@@ -1,4 +1,5 @@
-"""Dependencies as `Annotated` aliases over `app.state.services`."""
+"""Dependencies as `Annotated` aliases over `app.state.services` (the lifespan's `Services`; each
+accessor states the type it reads, since the api layer does not import the lifespan)."""
 
 from __future__ import annotations
 
@@ -17,38 +18,46 @@ from app.runs.manager import RunManager
 
 
 def get_settings(request: Request) -> Settings:
-    return request.app.state.services.settings
+    service: Settings = request.app.state.services.settings
+    return service
 
 
 def get_run_manager(request: Request) -> RunManager:
-    return request.app.state.services.runs
+    service: RunManager = request.app.state.services.runs
+    return service
 
 
 def get_event_hub(request: Request) -> EventHub:
-    return request.app.state.services.events
+    service: EventHub = request.app.state.services.events
+    return service
 
 
 def get_health(request: Request) -> HealthChecker:
-    return request.app.state.services.health
+    service: HealthChecker = request.app.state.services.health
+    return service
 
 
 def get_metrics(request: Request) -> Metrics:
-    return request.app.state.services.metrics
+    service: Metrics = request.app.state.services.metrics
+    return service
 
 
 def get_chat_compressor(request: Request) -> ChatCompressor:
-    return request.app.state.services.chat_compressor
+    service: ChatCompressor = request.app.state.services.chat_compressor
+    return service
 
 
 def get_correction_service(request: Request) -> CorrectionService:
-    return request.app.state.services.correction
+    service: CorrectionService = request.app.state.services.correction
+    return service
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
 def get_redactor(request: Request) -> Redactor:
-    return request.app.state.services.redact
+    service: Redactor = request.app.state.services.redact
+    return service
 
 
 RunManagerDep = Annotated[RunManager, Depends(get_run_manager)]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -11,14 +14,13 @@ from app.chat.compression import CompressionError
 from app.correction.errors import CorrectionUpstreamError
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 
-
 #: OpenAPI entry of routes whose answer depends on the LLM or the KB behind them (`_upstream`).
 UPSTREAM_RESPONSES: dict[int | str, dict[str, object]] = {
     502: {"description": "The model or the Knowledge Base behind this route failed or answered nonsense ({detail})"},
 }
 
 
-def _readable(errors: list[dict]) -> str:
+def _readable(errors: Sequence[Mapping[str, Any]]) -> str:
     parts = []
     for error in errors:
         location = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"

@@ -24,22 +24,10 @@ from app.cli.client import (
     ServiceUnreachableError,
 )
 from app.cli.codes import HELP, ExitCode
-from app.cli.receiver import (
-    DEFAULT_ADDRESS,
-    PortTakenError,
-    PushReceiver,
-    parse_address,
-)
+from app.cli.receiver import DEFAULT_ADDRESS, PortTakenError, PushReceiver, parse_address
 from app.cli.render import Renderer
 from app.cli.session import POLL_SECONDS, RunSession
-from app.cli.wire import (
-    RuleOverrides,
-    approval_body,
-    new_task_id,
-    orchestrate_request,
-    request_body,
-    rules_with,
-)
+from app.cli.wire import RuleOverrides, approval_body, new_task_id, orchestrate_request, request_body, rules_with
 from app.cli.workspace import PlacementError, claim, fetch_back
 from app.schemas.kotlin import StreamStartResponse
 

@@ -25,7 +25,7 @@ from app.schemas.kotlin import ProgressPush, StatusPush
 PROGRESS_PATH = "/internal/orchestrator-progress"
 STATUS_PATH = "/internal/orchestrator-status"
 #: Answered as Kotlin does, so a run that uses them does not fail because the client listens.
-PLACEHOLDERS = {"/internal/correction-progress": {"ok": True},
+PLACEHOLDERS: dict[str, dict[str, Any]] = {"/internal/correction-progress": {"ok": True},
                 "/internal/tracker/create-issue": {"ok": True, "message": "create-issue placeholder"},
                 "/internal/tracker/update-issue": {"ok": True, "message": "update-issue placeholder"}}
 DEFAULT_ADDRESS = "127.0.0.1:5500"
@@ -130,7 +130,7 @@ class PushReceiver:
 
 def _handler_for(receiver: PushReceiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             if self.path in PLACEHOLDERS:
@@ -149,7 +149,7 @@ def _handler_for(receiver: PushReceiver) -> type[BaseHTTPRequestHandler]:
                 return
             self._reply(200, {"ok": True})
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._reply(404, {"ok": False})
 
         def _reply(self, code: int, body: dict[str, Any]) -> None:

@@ -23,12 +23,7 @@ from app.clients.outbox import OutboxWriter
 from app.observability.logs import current_run
 from app.persistence.outbox import OutboxItem
 from app.schemas.correction import CorrectionProgressPush
-from app.schemas.kotlin import (
-    ProgressPush,
-    StatusPush,
-    TrackerCreateIssue,
-    TrackerUpdateIssue,
-)
+from app.schemas.kotlin import ProgressPush, StatusPush, TrackerCreateIssue, TrackerUpdateIssue
 
 log = logging.getLogger(__name__)
 

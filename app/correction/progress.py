@@ -2,8 +2,9 @@
 
 Only when the request has a `meetingId`: one push as each chunk starts, one every
 `interval` seconds while the model streams (from the provider's token callback), and a final
-100 % push. Each push is one outbox write (`KotlinClient`), so none of this waits for Kotlin; the
-heartbeats from the model's token callback, which is synchronous, are queued for the writer.
+100 % push, each message in the request's language (`t`, chosen by the service). Each push is
+one outbox write (`KotlinClient`), so none of this waits for Kotlin; the heartbeats from the
+model's token callback, which is synchronous, are queued for the writer.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from app.schemas.correction import CorrectionProgressPush
+from app.texts import Texts
 
 
 class ProgressSink(Protocol):
@@ -29,6 +31,7 @@ class CorrectionProgress:
         meeting_id: str | None,
         client_id: str,
         total_chunks: int,
+        t: Texts,
         interval: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -38,6 +41,7 @@ class CorrectionProgress:
         self._total = total_chunks
         self._interval = interval
         self._clock = clock
+        self._t = t
         self._done = 0
         self._expected_tokens = 1
         self._last_push = clock()
@@ -55,7 +59,7 @@ class CorrectionProgress:
         self._expected_tokens = max(1, expected_tokens)
         self._earlier_tokens += self._call_tokens
         self._call_tokens = 0
-        push = self._next(self._percent(), f"Korekce chunk {index + 1}/{self._total}")
+        push = self._next(self._percent(), self._t.correction_chunk.format(chunk=index + 1, chunks=self._total))
         if push is not None and self._sink is not None:
             await self._sink.push_correction_progress(push)
 
@@ -66,8 +70,8 @@ class CorrectionProgress:
         self._call_tokens = count
         if self._sink is not None and self._clock() - self._last_push >= self._interval:
             fraction = min(0.9, self._call_tokens / self._expected_tokens)
-            push = self._next(self._percent(fraction),
-                              f"Korekce chunk {self._done + 1}/{self._total}: generuji ({self.tokens} tokenů)")
+            push = self._next(self._percent(fraction), self._t.correction_chunk_generating.format(
+                chunk=self._done + 1, chunks=self._total, tokens=self.tokens))
             if push is not None:
                 self._sink.push_correction_progress_nowait(push)
 
@@ -75,7 +79,7 @@ class CorrectionProgress:
         self._done = self._total
         self._earlier_tokens += self._call_tokens
         self._call_tokens = 0
-        push = self._next(100.0, "Korekce dokončena")
+        push = self._next(100.0, self._t.correction_done)
         if push is not None and self._sink is not None:
             await self._sink.push_correction_progress(push)
 

@@ -7,21 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.correction import prompts
-from app.correction.chunking import (
-    CHUNK_SIZE,
-    GPU_CTX_CAP,
-    OUTPUT_BUDGET,
-    estimate_tokens,
-    plan_chunks,
-)
+from app.correction.chunking import CHUNK_SIZE, GPU_CTX_CAP, OUTPUT_BUDGET, estimate_tokens, plan_chunks
 from app.correction.errors import CorrectionModelError, RuleStoreError
-from app.correction.merge import (
-    CorrectionReply,
-    InstructReply,
-    ModelRule,
-    build_questions,
-    merge_texts,
-)
+from app.correction.merge import CorrectionReply, InstructReply, ModelRule, build_questions, merge_texts
 from app.correction.progress import CorrectionProgress, ProgressSink
 from app.correction.rules import CorrectionRule
 from app.correction.store import RuleStore
@@ -43,6 +31,8 @@ from app.schemas.correction import (
     CorrectionSubmitResult,
     CorrectionTargetedRequest,
 )
+from app.texts import Texts, texts
+from app.texts.language import choose_language
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +42,8 @@ CONTEXT_SEGMENTS = 2
 CONTEXT_SEGMENT_CHARS = 300
 #: Room for the questions list in the model's answer (output budget estimate).
 QUESTIONS_ALLOWANCE_TOKENS = 512
+#: Segments a request's language is read from (`response_language: auto`).
+LANGUAGE_SAMPLE_SEGMENTS = 50
 
 
 def _submit_result(rule: CorrectionRule) -> CorrectionSubmitResult:
@@ -79,7 +71,10 @@ class CorrectionService:
         chunk_size: int = CHUNK_SIZE,
         context_cap: int = GPU_CTX_CAP,
         output_budget: int = OUTPUT_BUDGET,
+        language: str = "auto",
     ) -> None:
+        """`language` is `response_language`: the language of the progress and summaries, or
+        `auto` for each request's own (the instruction's, else the transcript's)."""
         self._llm = llm
         self._store = store
         self._sink = progress_sink
@@ -87,6 +82,7 @@ class CorrectionService:
         self._chunk_size = chunk_size
         self._context_cap = context_cap
         self._output_budget = output_budget
+        self._language = language
 
     # ------------------------------------------------------------------ rules
     async def submit(self, request: CorrectionSubmitRequest) -> CorrectionSubmitResult:
@@ -129,7 +125,7 @@ class CorrectionService:
             if segments else []
         corrected, questions, uncorrected = await self._correct_positions(
             segments, positions, rules, chunk_size=request.chunk_size, client_id=request.client_id,
-            meeting_id=request.meeting_id, neighbours=CONTEXT_SEGMENTS, targeted=False,
+            meeting_id=request.meeting_id, neighbours=CONTEXT_SEGMENTS, targeted=False, t=self._texts(segments),
         )
         return CorrectionResult(segments=corrected, questions=questions, status=_status(questions),
                                 uncorrected=uncorrected)
@@ -145,7 +141,7 @@ class CorrectionService:
             if positions else []
         corrected, questions, uncorrected = await self._correct_positions(
             segments, positions, rules, chunk_size=self._chunk_size, client_id=request.client_id,
-            meeting_id=request.meeting_id, neighbours=1, targeted=True,
+            meeting_id=request.meeting_id, neighbours=1, targeted=True, t=self._texts(segments),
         )
         return CorrectionResult(segments=corrected, questions=questions, status=_status(questions),
                                 uncorrected=uncorrected)
@@ -157,12 +153,14 @@ class CorrectionService:
         that status); a rule the KB cannot store is reported `status: "failed"` in `newRules`.
         """
         segments = list(request.segments)
+        t = self._texts(segments, request.instruction)
         if not segments:
-            return CorrectionInstructResult(segments=[], new_rules=[], status="success", summary="Žádné segmenty.")
+            return CorrectionInstructResult(segments=[], new_rules=[], status="success",
+                                            summary=t.correction_no_segments)
         rules = await self._store.load_for(client_id=request.client_id, project_id=request.project_id)
         chunks = self._plan(range(len(segments)), self._chunk_size,
                             lambda ps: prompts.instruct([segments[p] for p in ps], rules, request.instruction),
-                            [s for s in segments])
+                            list(segments))
         proposed: list[ModelRule] = []
         summaries: list[str] = []
         result = list(segments)
@@ -175,7 +173,7 @@ class CorrectionService:
                 log.warning("instruction correction failed (chunk %d/%d): %s", number, len(chunks), exc)
                 return CorrectionInstructResult(
                     segments=segments, new_rules=[], status="failed",
-                    summary=f"Korekce podle instrukce selhala (chunk {number}/{len(chunks)}): {exc}",
+                    summary=t.correction_instruct_failed.format(chunk=number, chunks=len(chunks), error=exc),
                 )
             for position, segment in zip(chunk_positions, merge_texts(chunk, reply.segments), strict=True):
                 result[position] = segment
@@ -184,11 +182,17 @@ class CorrectionService:
                 summaries.append(reply.summary.strip())
         new_rules = await self._store_new_rules(request, proposed, rules)
         changed = sum(1 for before, after in zip(segments, result, strict=True) if before.text != after.text)
-        summary = " ".join(dict.fromkeys(summaries)) or (
-            f"Upraveno {changed} z {len(segments)} segmentů, nových pravidel: {len(new_rules)}.")
+        summary = " ".join(dict.fromkeys(summaries)) or t.correction_instruct_summary.format(
+            changed=changed, total=len(segments), rules=len(new_rules))
         return CorrectionInstructResult(segments=result, new_rules=new_rules, status="success", summary=summary)
 
     # --------------------------------------------------------------- internals
+    def _texts(self, segments: Sequence[CorrectionSegment], instruction: str = "") -> Texts:
+        """The request's texts: the configured language, or (`auto`) the one the user's
+        instruction is written in, else the transcript's."""
+        transcript = choose_language(self._language, " ".join(s.text for s in segments[:LANGUAGE_SAMPLE_SEGMENTS]))
+        return texts(choose_language(self._language, instruction, default=transcript))
+
     async def _store_new_rules(self, request: CorrectionInstructRequest, proposed: Sequence[ModelRule],
                                existing: Sequence[CorrectionRule]) -> list[CorrectionSubmitResult]:
         known = {(r.original.casefold(), r.corrected) for r in existing}
@@ -232,6 +236,7 @@ class CorrectionService:
         meeting_id: str | None,
         neighbours: int,
         targeted: bool,
+        t: Texts,
     ) -> tuple[list[CorrectionSegment], list[CorrectionQuestion], list[int]]:
         """Correct the segments at `positions`, chunk by chunk, with progress pushes.
 
@@ -254,7 +259,7 @@ class CorrectionService:
 
         chunks = self._plan(positions, chunk_size, messages_for, result)
         progress = CorrectionProgress(self._sink, meeting_id=meeting_id, client_id=client_id,
-                                      total_chunks=len(chunks), interval=self._interval)
+                                      total_chunks=len(chunks), t=t, interval=self._interval)
         questions: list[CorrectionQuestion] = []
         uncorrected: list[int] = []
         unreadable: LlmJsonError | None = None

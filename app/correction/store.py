@@ -4,6 +4,7 @@ purge on the write service (kb-contract.md §2.3–§2.5, §5)."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from app.clients.knowledge_base import KnowledgeBaseClient, KnowledgeBaseError
 from app.correction.errors import RuleStoreError
@@ -76,7 +77,7 @@ class RuleStore:
             return []
         return [r for r in rules if r.usable and (not project_id or r.project_id in ("", project_id))]
 
-    async def delete(self, source_urn: str) -> dict:
+    async def delete(self, source_urn: str) -> dict[str, Any]:
         try:
             return await self._kb.purge(source_urn)
         except KnowledgeBaseError as exc:

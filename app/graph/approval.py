@@ -19,8 +19,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from app.graph.intent import APOSTROPHES, fold
 from app.schemas.domain import ApprovalDecision
+from app.texts.language import APOSTROPHES, fold
 
 _REFUSAL = re.compile(
     r"""

@@ -13,7 +13,7 @@ from langgraph.graph import END, START, StateGraph
 
 from app.graph import routing
 from app.graph.context import RunContext
-from app.graph.guards import halting
+from app.graph.guards import Node, halting, in_run_language
 from app.graph.nodes.advance import advance_goal, advance_step
 from app.graph.nodes.approve_plan import approve_plan
 from app.graph.nodes.ask_user import ask_user
@@ -34,7 +34,7 @@ from app.graph.nodes.select_goal import select_goal
 from app.graph.state import OrchestratorInput, OrchestratorState
 from app.graph.writes import only_changes
 
-NODES = (
+NODES: tuple[Node, ...] = (
     intake, clarify, evidence_pack, respond, plan, plan_epic, design, approve_plan, select_goal, plan_steps,
     execute_step, evaluate, reflect, ask_user, replan, advance_step, advance_goal, git_operations, finalize,
 )
@@ -43,10 +43,11 @@ NODE_NAMES = frozenset(node.__name__ for node in NODES)
 HALTING = frozenset({"plan_steps", "execute_step", "evaluate", "replan"})
 
 
-def build_graph() -> StateGraph:
+def build_graph() -> StateGraph[OrchestratorState, RunContext, OrchestratorInput, OrchestratorState]:
     graph = StateGraph(OrchestratorState, context_schema=RunContext, input_schema=OrchestratorInput)
     for node in NODES:
-        graph.add_node(node.__name__, only_changes(halting(node) if node.__name__ in HALTING else node))
+        wrapped = in_run_language(halting(node) if node.__name__ in HALTING else node)
+        graph.add_node(node.__name__, only_changes(wrapped))
     graph.add_edge(START, "intake")
     graph.add_conditional_edges("intake", routing.route_after_intake)
     graph.add_edge("clarify", "intake")

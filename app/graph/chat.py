@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from app.graph.state import OrchestratorState
 
 
-def _history(state: OrchestratorState) -> dict[str, Any]:
+def _history(state: OrchestratorState) -> Mapping[str, Any]:
     return state.get("chat_history") or {}
 
 

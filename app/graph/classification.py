@@ -15,6 +15,7 @@ import re
 from app.graph import intent, prompts
 from app.llm.provider import Llm, LlmJsonError
 from app.schemas.domain import Classification, Complexity, TaskAction, TaskCategory
+from app.texts import texts
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,8 @@ async def classify(llm: Llm, *, query: str, context: str, recent: str, clarifica
     except LlmJsonError as exc:
         log.warning("intake: no usable classification (%s); using the deterministic rules", exc)
         result = fallback_classification(query, workspace)
-        warnings.append(f"classification fallback ({result.task_category}/{result.task_action}): {exc}")
+        warnings.append(texts(language).warning_classification_fallback.format(
+            category=result.task_category, action=result.task_action, error=exc))
     if (result.task_category == TaskCategory.ADVICE and workspace and intent.asks_for_code_change(query)
             and not intent.looks_like_question(query)):
         log.info("intake: the model said advice for an imperative code request; planning it as code")

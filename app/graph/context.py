@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 class RunContext:
     settings: Settings
     llm: Llm
+    """The model behind the approval gate (`llm_gate.ApprovingLlm`): a call that needs the user's
+    approval interrupts the node instead of failing."""
     kb: KnowledgeBaseClient
     kotlin: KotlinClient
     context_store: ContextStore

@@ -10,8 +10,8 @@ from typing import Any
 from app.graph import recovery, step_changes
 from app.graph.nodes._common import NodeRuntime, clip, current_step, run_language, task_of
 from app.graph.state import FailureRecord, OrchestratorState, SkipRecord
-from app.graph.texts import texts
 from app.schemas.domain import CodingStep, Recovery, RecoveryAction
+from app.texts import texts
 
 log = logging.getLogger(__name__)
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+
+from app.graph.state_parts import GoalDict
 
 
-def dependency_waves(goals: list[dict[str, Any]]) -> list[list[str]]:
+def dependency_waves(goals: Sequence[GoalDict]) -> list[list[str]]:
     """Goal ids grouped in waves: a goal runs after every goal it depends on. Unknown or
     cyclic dependencies are put in a last wave instead of blocking the plan."""
     ids = list(dict.fromkeys(g["id"] for g in goals))
@@ -26,10 +28,10 @@ def dependency_waves(goals: list[dict[str, Any]]) -> list[list[str]]:
     return waves
 
 
-def order_for_dependencies(goals: list[dict[str, Any]], index: int, completed: set[str]) -> list[dict[str, Any]]:
+def order_for_dependencies(goals: list[GoalDict], index: int, completed: set[str]) -> list[GoalDict]:
     """If goal `index` waits on unfinished goals, swap in the first later goal that does not;
     if none can run, keep the order (best effort, as the spec says)."""
-    def ready(goal: dict[str, Any]) -> bool:
+    def ready(goal: GoalDict) -> bool:
         return all(dep in completed for dep in goal.get("dependencies", []))
 
     if index >= len(goals) or ready(goals[index]):

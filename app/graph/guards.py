@@ -9,18 +9,24 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, Protocol
 
+from app.graph.llm_gate import speaking
 from app.graph.nodes._common import NodeRuntime, run_language
 from app.graph.state import OrchestratorState
-from app.graph.texts import texts
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
+from app.texts import texts
 
 log = logging.getLogger(__name__)
 
-Node = Callable[[OrchestratorState, NodeRuntime], Awaitable[dict[str, Any]]]
+class Node(Protocol):
+    """A node as the graph calls it (LangGraph passes `runtime` by name)."""
+
+    __name__: str
+
+    def __call__(self, state: OrchestratorState, runtime: NodeRuntime) -> Awaitable[dict[str, Any]]: ...
 
 
 def halting(node: Node) -> Node:
@@ -37,3 +43,12 @@ def halting(node: Node) -> Node:
             log.warning("%s: the LLM failed, the run stops: %s", node.__name__, exc)
             return {"halt": {"kind": "llm", "message": t.halt_llm.format(node=node.__name__, reason=exc)}}
     return guarded
+
+
+def in_run_language(node: Node) -> Node:
+    """The node runs with its run's language known to the LLM approval gate (`llm_gate.speaking`)."""
+    @functools.wraps(node)
+    async def spoken(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
+        with speaking(run_language(state, runtime.context.settings)):
+            return await node(state, runtime)
+    return spoken

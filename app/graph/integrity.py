@@ -14,7 +14,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from app.graph.texts import Texts
+from app.texts import Texts
 
 #: Larger files are not read (a generated or data file, not an agent's edit of source).
 MAX_BYTES = 1_000_000

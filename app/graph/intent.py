@@ -1,4 +1,5 @@
-"""Deterministic reading of a request: its language and whether it asks for a code change.
+"""Deterministic reading of a request: whether it asks for a code change or a question (its
+language is `app.texts.language`'s to tell).
 
 A small local model misroutes plain code requests ("Add a subtract(a, b) function to calc.py"
 came back as advice, answered in Czech). These rules are the floor under the model: they
@@ -9,21 +10,8 @@ project that has a workspace. They are deliberately narrow; everything else is t
 from __future__ import annotations
 
 import re
-import unicodedata
 
-_CZECH_LETTERS = re.compile(r"[ěščřžůťďňĚŠČŘŽŮŤĎŇ]")
-_CZECH_WORDS = frozenset("""
-    a aby ale ano bez by co do i jak je jsem jsou k kde kdy ktery ktera ktere mi muzes na ne nebo neni
-    o od po pro proc prosim s se si ta tak te to tu u uz v ve z za ze jen jeste taky tedy
-    pridej oprav uprav zmen udelej napis vytvor smaz odstran prejmenuj implementuj refaktoruj doplň dopln
-    funkci soubor souboru tridu metodu chybu testy
-""".split())
-_ENGLISH_WORDS = frozenset("""
-    a an and are as be but by can could do does for from how i in into is it make of on or please
-    should that the this to was what when where which why will with would you your
-    add fix implement change refactor rename remove delete update write create function file class
-    method bug tests test
-""".split())
+from app.texts.language import fold
 
 #: Verbs that, at the start of a request, ask for a change to the project (folded: no diacritics).
 _CODE_VERBS = frozenset("""
@@ -45,30 +33,8 @@ _QUESTION_START = frozenset("""
 """.split())
 
 
-APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u00b4": "'", "`": "'"})
-
-
-def fold(text: str) -> str:
-    """Lower case, no diacritics and one kind of apostrophe, so "Přidej" and "pridej", "don’t"
-    (as phones type it) and "don't" read the same."""
-    decomposed = unicodedata.normalize("NFKD", text.lower().translate(APOSTROPHES))
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-
-
 def _words(text: str) -> list[str]:
     return re.findall(r"[a-z]+", fold(text))
-
-
-def detect_language(text: str, default: str = "en") -> str:
-    """"cs" or "en" from letters and common words; `default` when the text says nothing."""
-    if _CZECH_LETTERS.search(text):
-        return "cs"
-    words = _words(text)
-    czech = sum(word in _CZECH_WORDS for word in words)
-    english = sum(word in _ENGLISH_WORDS for word in words)
-    if czech == english:
-        return default
-    return "cs" if czech > english else "en"
 
 
 def _leading_verb(text: str) -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.graph.texts import Texts
+from app.texts import Texts
 
 _BEFORE_WORK = {"intake": 2.0, "clarify": 3.0, "evidence_pack": 5.0, "plan": 8.0, "plan_epic": 8.0,
                 "design": 8.0, "approve_plan": 10.0, "respond": 50.0}

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 
 from app.config import Settings
-from app.graph.intent import fold
 from app.schemas.domain import Recovery, RecoveryAction, Reflection
+from app.texts.language import fold
 
 RETRIES = frozenset({RecoveryAction.RETRY, RecoveryAction.RETRY_MODIFIED})
 

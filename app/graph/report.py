@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.graph.texts import Texts
+from app.texts import Texts
 
 #: Kotlin shows the error text in the chat: long enough for the facts, short enough to read.
 ERROR_TEXT_LIMIT = 1500

@@ -8,12 +8,30 @@ import operator
 from collections.abc import Callable
 from typing import Annotated, Any, TypedDict, get_args, get_origin, get_type_hints
 
+from app.graph.state_parts import (
+    BudgetLimitsDict,
+    ChatHistoryDict,
+    ClarificationDict,
+    CommitApprovalDict,
+    EvaluationDict,
+    EvidencePackDict,
+    GoalDict,
+    GoalSummaryDict,
+    JsonObject,
+    KbHit,
+    RecoveryDict,
+    RulesDict,
+    StepDict,
+    StepResultDict,
+    TaskDict,
+)
 
-def _attempt_key(result: dict[str, Any]) -> tuple[int, int, int, int]:
+
+def _attempt_key(result: StepResultDict) -> tuple[int, int, int, int]:
     return (result.get("goal_index", 0), result["step_index"], result.get("revision", 0), result.get("attempt", 1))
 
 
-def merge_results(left: list[dict[str, Any]] | None, right: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+def merge_results(left: list[StepResultDict] | None, right: list[StepResultDict] | None) -> list[StepResultDict]:
     """Reducer of `step_results`: appends, except that a result for an attempt already listed
     replaces it — evaluate writes its verdict into the attempt's result that way."""
     merged = list(left or [])
@@ -29,19 +47,27 @@ def merge_results(left: list[dict[str, Any]] | None, right: list[dict[str, Any]]
 
 
 class OrchestratorInput(TypedDict, total=False):
-    """What a run starts from (built from the Kotlin request)."""
+    """What a run starts from: built from the Kotlin request by the run manager, read-only after."""
 
     thread_id: str
-    task: dict[str, Any]
-    """`CodingTask` dump: id, client_id, project_id, workspace_path, query, agent_preference."""
-    rules: dict[str, Any]
-    environment: dict[str, Any] | None
+    """The LangGraph thread (`thread-{task_id}-{hex}`); pushes and the SSE stream are keyed by it."""
+    task: TaskDict
+    """The task worked on; every node reads it (query, workspace, agent preference)."""
+    rules: RulesDict
+    """Project rules: gates (git_operations), forbidden files and limits (evaluate), cloud use (manager)."""
+    environment: JsonObject | None
+    """The project's environment as Kotlin sent it; agents get it rendered (execute_step)."""
     jervis_project_id: str | None
+    """Kotlin's project id for tracker operations (execute_step's tracker steps)."""
     client_name: str | None
+    """Shown in prompts (identity) next to the project name."""
     project_name: str | None
-    chat_history: dict[str, Any] | None
-    budget_limits: dict[str, Any] | None
-    """Token / USD / time limits of this run (settings merged with the request's)."""
+    """Shown in prompts (identity)."""
+    chat_history: ChatHistoryDict | None
+    """The conversation so far: intake classifies with it, respond and plans read it (`app/graph/chat.py`)."""
+    budget_limits: BudgetLimitsDict | None
+    """Token / USD / time limits of this run (settings merged with the request's); the run manager
+    builds the budget tracker from it on every segment."""
 
 
 class FailureRecord(TypedDict):
@@ -75,34 +101,55 @@ class Halt(TypedDict):
 
 
 class OrchestratorState(OrchestratorInput, total=False):
+    """Everything a run knows between nodes. Keys with an `Annotated` reducer accumulate; every
+    other key is replaced by the node that returns it."""
+
     language: str
     """The run's response language (intake: the request's language unless configured); every
-    prompt and user-facing text follows it."""
+    prompt and user-facing text follows it (`run_language`)."""
     # intake
     task_category: str | None
+    """`TaskCategory` (intake writes; routing, approve_plan and replan read)."""
     task_action: str | None
+    """`TaskAction` (intake writes; plan reads: respond-only, code, tracker or mixed)."""
     external_refs: list[str]
+    """Issue keys and links named in the request (intake writes; evidence_pack fetches them)."""
     task_complexity: str | None
+    """`Complexity` (intake writes; plan reads to size the plan)."""
     needs_clarification: bool
+    """The request is unclear (intake writes, clarify clears; routing reads)."""
     clarification_questions: list[str]
-    clarification_response: dict[str, Any] | None
+    """What clarify asks (intake writes; clarify reads)."""
+    clarification_response: ClarificationDict | None
+    """The questions asked and the user's answer (clarify writes; prompts read it as context)."""
     clarification_rounds: int
+    """Clarification rounds so far (clarify writes; intake stops asking after the cap)."""
     project_context: str | None
-    kb_results: list[dict[str, str]]
+    """Project description from the KB (intake writes; prompts read it)."""
+    kb_results: list[KbHit]
     """Task-relevant KB hits found by intake ({source, content[:300]}), reused by evidence_pack."""
     kb_warnings: list[str]
+    """KB problems met by intake (unreachable, empty); evidence_pack lists them as unknowns."""
     allow_cloud_prompt: bool
+    """The request asked for the cloud (intake writes; kept for the report and resumes)."""
     # evidence
-    evidence_pack: dict[str, Any] | None
+    evidence_pack: EvidencePackDict | None
+    """What evidence_pack gathered (KB, tracker artifacts, facts, unknowns); plans and answers read it."""
     # goals and steps
-    goals: list[dict[str, Any]]
+    goals: list[GoalDict]
+    """The plan's goals (plan / plan_epic / approve_plan / replan write; select_goal, routing,
+    progress and the report read)."""
     current_goal_index: int
-    steps: list[dict[str, Any]]
+    """Index into `goals` of the goal being worked on (plan and advance_goal write)."""
+    steps: list[StepDict]
+    """The current goal's steps (plan_steps, replan, git_operations write; execute_step and routing read)."""
     current_step_index: int
-    step_results: Annotated[list[dict[str, Any]], merge_results]
+    """Index into `steps` of the step being worked on (plan_steps and advance_step write)."""
+    step_results: Annotated[list[StepResultDict], merge_results]
     """`StepResult` of every attempt (execute_step appends, evaluate folds its verdict into `success`)."""
-    goal_summaries: Annotated[list[dict[str, Any]], operator.add]
-    evaluation: dict[str, Any] | None
+    goal_summaries: Annotated[list[GoalSummaryDict], operator.add]
+    """One per finished goal (advance_goal appends; later plans, replan and the report read)."""
+    evaluation: EvaluationDict | None
     """`Evaluation` of the last step attempt (evaluate writes; routing, reflect and execute_step read)."""
     # recovery (reflection on failure, spec 000)
     attempt: int
@@ -112,7 +159,7 @@ class OrchestratorState(OrchestratorInput, total=False):
     """Attempts the user granted beyond RECOVERY_MAX_ATTEMPTS for the current step (ask_user)."""
     cap_asked: bool
     """The user was already asked about the current step's exhausted attempts: next time it stops."""
-    recovery: dict[str, Any] | None
+    recovery: RecoveryDict | None
     """`Recovery` decided for the last failure (reflect / ask_user write; routing and execute_step read)."""
     failures: Annotated[list[FailureRecord], operator.add]
     """Every failed attempt and the action taken, for the report and the reflection's history."""
@@ -129,22 +176,26 @@ class OrchestratorState(OrchestratorInput, total=False):
     user_conditions: Annotated[list[str], operator.add]
     """Conditions the user attached to an approval ("bez nové závislosti"): every later plan and
     agent instruction repeats them."""
-    commit_approval: dict[str, Any] | None
+    commit_approval: CommitApprovalDict | None
     """An approved commit waiting for an extra step the user asked for ("ano, ale přidej testy"):
-    git_operations commits without asking again once the step is done. Holds `ApprovalDecision`
-    fields plus `branch`."""
+    git_operations commits without asking again once the step is done."""
     replan_reason: str | None
     """Why the goals were just replanned (replan writes it, approve_plan shows it and clears it)."""
     progress_floor: float
     """Percent already reported before a replan shrank the done fraction: progress never goes back."""
     # results
     branch: str | None
+    """The branch committed to (git_operations writes; finalize and the status push read)."""
     commit_sha: str | None
+    """The commit made (git_operations writes; the report reads)."""
     git_outcome: str | None
     """"committed", "pushed", "commit_rejected", "push_rejected", "no_changes", "not_a_repo"."""
     final_result: str | None
+    """The answer or report shown to the user (respond / finalize write; the done status carries it)."""
     artifacts: list[str]
+    """Files changed by the run (git_operations / finalize write; the status push carries them)."""
     error: str | None
+    """Why the run failed (finalize writes from `halt`; the error status carries it)."""
 
 
 @functools.cache

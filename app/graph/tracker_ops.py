@@ -21,14 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from app.clients.kotlin import KotlinClient, TrackerError
 from app.persistence.context_store import ContextStore
 from app.schemas.domain import TrackerOperation
 from app.schemas.kotlin import TrackerCreateIssue, TrackerUpdateIssue
 
-SCOPE = "tracker"
+SCOPE: Final = "tracker"
 Outcome = Literal["created", "updated", "not_created", "not_updated"]
 
 

@@ -21,6 +21,7 @@ from app.agents.test_command import TestCommand
 from app.agents.workspace import StepBrief
 from app.graph import prompts
 from app.graph.context import RunContext
+from app.graph.state_parts import TaskDict
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
 from app.schemas.domain import CodingStep, ReviewVerdict
@@ -41,7 +42,7 @@ class TestRun:
 
 
 async def run_tests(ctx: RunContext, *, command: TestCommand, workspace: Path, step: CodingStep, thread_id: str,
-                    task: dict[str, Any], goal_index: int, attempt: int, on_log: Any = None) -> TestRun:
+                    task: TaskDict, goal_index: int, attempt: int, on_log: Any = None) -> TestRun:
     """The project's tests on the workspace as the step left it."""
     agent = step.agent_type or "aider"  # the image the agent worked in has the project's toolchain
     job = AgentJob(thread_id=thread_id, task_id=task["id"], client_id=task["client_id"],

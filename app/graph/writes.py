@@ -12,13 +12,12 @@ an appending key change nothing: they are left out. That halves the writes of an
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from app.graph.guards import Node
 from app.graph.nodes._common import NodeRuntime
 from app.graph.state import OrchestratorState, reducers
-
-Node = Callable[[OrchestratorState, NodeRuntime], Awaitable[Any]]
 
 
 def _empty(value: Any) -> bool:
@@ -44,7 +43,7 @@ def changes(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, An
 def only_changes(node: Node) -> Node:
     """`node` returning only what it changes (a non-dict result, e.g. a Command, passes as is)."""
     @functools.wraps(node)
-    async def compact(state: OrchestratorState, runtime: NodeRuntime) -> Any:
+    async def compact(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
         update = await node(state, runtime)
         return changes(state, update) if isinstance(update, dict) else update
     return compact

@@ -11,12 +11,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.clients.knowledge_base import (
-    GraphNode,
-    KbItem,
-    KnowledgeBaseClient,
-    KnowledgeBaseError,
-)
+from app.clients.knowledge_base import GraphNode, KbItem, KnowledgeBaseClient, KnowledgeBaseError
 
 MAX_CHARS = 6000
 

@@ -13,9 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from app.texts import texts
+
 
 class BudgetExceededError(RuntimeError):
-    """A limit of this orchestration is used up."""
+    """A limit of this orchestration is used up; the message is in the run's language."""
 
 
 class BudgetLimits(BaseModel):
@@ -63,6 +65,8 @@ class BudgetTracker:
     by_key: dict[str, Usage] = field(default_factory=dict)
     warned: set[str] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
+    language: str = "en"
+    """The run's language: the exhausted error is shown to the user (report, gate, Kotlin)."""
 
     def total(self) -> Usage:
         total = Usage()
@@ -84,7 +88,8 @@ class BudgetTracker:
         """Before a call: refuse once any limit is used up."""
         over = [name for name, fraction in self.fractions().items() if fraction >= 1.0]
         if over:
-            raise BudgetExceededError(f"Rozpočet orchestrace vyčerpán ({', '.join(over)}): {self.describe()}")
+            raise BudgetExceededError(texts(self.language).budget_exhausted.format(
+                dimensions=", ".join(over), usage=self.describe()))
 
     def record(self, node: str, tier: str, usage: Usage) -> None:
         self.by_key.setdefault(f"{node}/{tier}", Usage()).add(usage)
@@ -130,5 +135,5 @@ class BudgetTracker:
         for key, usage in (snapshot.get("by_node_tier") or {}).items():
             self.by_key[key] = Usage(prompt_tokens=int(usage.get("prompt_tokens", 0)),
                                      completion_tokens=int(usage.get("completion_tokens", 0)),
-                                     cost_usd=float(usage.get("cost_usd", 0.0)), seconds=float(usage.get("seconds", 0.0)),
-                                     calls=int(usage.get("calls", 0)))
+                                     cost_usd=float(usage.get("cost_usd", 0.0)),
+                                     seconds=float(usage.get("seconds", 0.0)), calls=int(usage.get("calls", 0)))

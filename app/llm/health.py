@@ -50,7 +50,8 @@ class ProviderHealth:
             return report
 
     async def mode(self, tier: Tier) -> Mode:
-        return (await self.report())[tier.value]["mode"]
+        mode: Mode = (await self.report())[tier.value]["mode"]
+        return mode
 
     @staticmethod
     def _endpoint(spec: TierSpec) -> tuple[str, str, str | None]:

@@ -2,7 +2,9 @@
 
 A local model may think for minutes, so there is no deadline on the call as a whole (spec §1,
 §8.4); a model that sends no token for `heartbeat_dead_seconds` is dead and the call fails.
-Tiers and cloud escalation extend this module later; callers only see `complete*`.
+A call that only the user can let go on (budget spent in `ask` mode, a cloud tier not yet
+allowed) raises an `ApprovalNeededError` (`app/llm/approval.py`); the graph asks. Callers only
+see `complete*`.
 """
 
 from __future__ import annotations
@@ -12,15 +14,14 @@ import functools
 import logging
 import os
 import time
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from langgraph.types import interrupt
 from pydantic import BaseModel, ValidationError
 
 from app.config import Settings
-from app.graph.approval import is_approved
+from app.llm.approval import BudgetApprovalNeededError, CloudApprovalNeededError
 from app.llm.budget import BudgetExceededError, Usage
 from app.llm.model_map import fit_model_map
 from app.llm.parsing import JsonParseError, parse_json_object
@@ -28,15 +29,22 @@ from app.llm.scope import LlmScope, current_scope
 from app.llm.tiers import CLOUD_PREFERENCE, Tier, TierSpec, local_capacity, select_local_tier, tier_specs
 from app.observability.metrics import Metrics
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-import litellm  # noqa: E402  (heavy: imported once, at start-up)
-
 log = logging.getLogger(__name__)
-# litellm logs every call at INFO; at our call rate that is noise and measurable overhead.
-litellm.suppress_debug_info = True
-litellm.disable_streaming_logging = True  # no litellm callbacks are used; usage is counted by us
-for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-    logging.getLogger(_name).setLevel(logging.WARNING)
+
+
+@functools.cache
+def _litellm() -> Any:
+    """litellm, imported and configured once, on first use (not at import of this module)."""
+    # The bundled price map instead of a download at import (no internet in production).
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    # litellm logs every call at INFO; at our call rate that is noise and measurable overhead.
+    litellm.suppress_debug_info = True
+    litellm.disable_streaming_logging = True  # no litellm callbacks are used; usage is counted by us
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return litellm
 
 Message = dict[str, str]
 #: Called with the number of streamed pieces so far (progress during long generations).
@@ -97,6 +105,7 @@ class LitellmProvider:
 
     def __init__(self, settings: Settings, *, breaker: CircuitBreaker | None = None,
                  metrics: Metrics | None = None) -> None:
+        _litellm()  # seconds of import: paid at start-up, not by the first run
         self._metrics = metrics or Metrics()
         self._specs = tier_specs(settings)
         fit_model_map(self._specs.values())
@@ -140,11 +149,7 @@ class LitellmProvider:
         except BudgetExceededError as exc:
             if self._budget_mode != "ask" or not scope.can_ask:
                 raise
-            decision = interrupt({"type": "approval_request", "action": "budget", "task_id": scope.task_id,
-                                  "description": f"{exc} Pokračovat s dvojnásobným rozpočtem?"})
-            if not is_approved(decision):
-                raise
-            scope.budget.extend(2.0)
+            raise BudgetApprovalNeededError(cause=exc, task_id=scope.task_id) from exc
 
     async def _escalate(self, request: _Request, scope: LlmScope, cause: LlmError, purpose: str = "default") -> str:
         tiers = CLOUD_PREFERENCE[purpose]
@@ -167,12 +172,8 @@ class LitellmProvider:
             tier = usable[0]
             spec = self._specs[tier]
             cost = estimate_cost(spec.model, request.prompt_tokens, request.max_tokens // 4)
-            interrupt({
-                "type": "approval_request", "action": "cloud_model", "task_id": scope.task_id,
-                "description": f"Lokální model selhal ({_short(cause, 160)}). Použít cloudový model {spec.model} "
-                               f"(tier {tier.value}, odhad ${cost:.4f})?",
-                "cloud_tier": tier.value, "model": spec.model, "estimated_cost_usd": round(cost, 6),
-            })
+            raise CloudApprovalNeededError(cause=cause, task_id=scope.task_id, tier=tier.value, model=spec.model,
+                                           estimated_cost_usd=round(cost, 6)) from cause
         raise cause
 
     async def _call(self, tier: Tier, request: _Request, scope: LlmScope) -> str:
@@ -223,7 +224,7 @@ class LitellmProvider:
                 kwargs["response_format"]["schema"] = request.json_schema  # grammar-constrained JSON
         try:
             async with asyncio.timeout(self._heartbeat):
-                stream = await litellm.acompletion(**kwargs)
+                stream = await _litellm().acompletion(**kwargs)
         except TimeoutError as exc:
             raise HeartbeatTimeoutError(self._dead_message(spec)) from exc
         except Exception as exc:  # litellm maps transport failures to its own exception types
@@ -309,7 +310,7 @@ def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
 
 def count_tokens(model: str, messages: Sequence[Message]) -> int:
     try:
-        return int(litellm.token_counter(model=model, messages=list(messages)))
+        return int(_litellm().token_counter(model=model, messages=list(messages)))
     except Exception:  # unknown tokenizer: a fair estimate beats failing the call
         return sum(len(m.get("content") or "") for m in messages) // 4
 
@@ -317,7 +318,7 @@ def count_tokens(model: str, messages: Sequence[Message]) -> int:
 def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
     """USD from litellm's (offline) price map; local models cost nothing."""
     try:
-        prompt, completion = litellm.cost_per_token(model=model, prompt_tokens=prompt_tokens,
+        prompt, completion = _litellm().cost_per_token(model=model, prompt_tokens=prompt_tokens,
                                                      completion_tokens=completion_tokens)
     except Exception:
         return 0.0

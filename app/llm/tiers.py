@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from app.config import Settings
 
@@ -57,13 +58,14 @@ def _secret(value: object) -> str | None:
 
 def tier_specs(settings: Settings) -> dict[Tier, TierSpec]:
     if settings.local_llm_api_base:
-        local = {"model": settings.local_llm_model, "provider": "local", "api_base": settings.local_llm_api_base,
+        local: dict[str, Any] = {"model": settings.local_llm_model, "provider": "local",
+                                 "api_base": settings.local_llm_api_base,
                  "api_key": "local"}
     else:
         local = {"model": f"ollama_chat/{settings.local_model}", "provider": "ollama",
                  "api_base": settings.ollama_url, "api_key": None}
     cap = settings.local_context_tokens or LOCAL_CONTEXT["local_large"]
-    specs = {tier: TierSpec(tier=tier, context_tokens=min(LOCAL_CONTEXT[tier.value], cap), **local)  # type: ignore[arg-type]
+    specs = {tier: TierSpec(tier=tier, context_tokens=min(LOCAL_CONTEXT[tier.value], cap), **local)
              for tier in (Tier.LOCAL_FAST, Tier.LOCAL_STANDARD, Tier.LOCAL_LARGE)}
     cloud = {
         Tier.CLOUD_REASONING: settings.cloud_reasoning_model,

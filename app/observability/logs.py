@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import IO, Literal
 
 from app.observability.redaction import REDACTED, Redactor
-from app.runs.ids import task_id_of
+from app.schemas.thread_ids import task_id_of
 
 _thread_id: ContextVar[str | None] = ContextVar("log_thread_id", default=None)
 _task_id: ContextVar[str | None] = ContextVar("log_task_id", default=None)

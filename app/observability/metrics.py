@@ -11,14 +11,14 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 
 log = logging.getLogger(__name__)
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
-disable_created_metrics()  # `*_created` series double the output and nobody reads them
+disable_created_metrics()  # type: ignore[no-untyped-call]  # `*_created` series double the output; nobody reads them
 
 #: Node and agent durations span milliseconds (routing nodes) to half an hour (agent steps).
 _DURATION_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 15, 30, 60, 150, 300, 600, 1200, 1800, 3600)

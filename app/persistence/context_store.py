@@ -214,12 +214,11 @@ class ContextStore:
         goal_lines: list[str] = []
         step_lines: list[str] = []
         for entry in entries:
-            if entry.scope == "goal" and (goal := _key_indexes(_GOAL_KEY, entry.scope_key)):
-                if goal[0] < goal_index:
-                    goal_lines.append(_line(entry))
-            elif entry.scope == "step" and (step := _key_indexes(_STEP_KEY, entry.scope_key)):
-                if step[0] == goal_index and step[1] < step_index:
-                    step_lines.append(_line(entry))
+            if entry.scope == "goal" and (goal := _key_indexes(_GOAL_KEY, entry.scope_key)) and goal[0] < goal_index:
+                goal_lines.append(_line(entry))
+            elif (entry.scope == "step" and (step := _key_indexes(_STEP_KEY, entry.scope_key))
+                  and step[0] == goal_index and step[1] < step_index):
+                step_lines.append(_line(entry))
         omitted = 0
         text = _render_step_context(goal_index, goal_lines, step_lines, omitted)
         # Keep at least the newest entry (clipped below) rather than return only the omission note.

@@ -33,11 +33,18 @@ class RunRecord(BaseModel):
     branch: str | None = None
     artifacts: list[str] = []
     cloud_approved: bool = False
+    language: str | None = None
+    """The run's language, known at its start: a run that ends before its first checkpoint is told in it."""
     usage: dict[str, Any] = {}
     percent: float = 0.0
     """Highest progress reported (100 when done)."""
     report: str | None = None
     """Full report of a failed run: what was finished, committed, skipped and left (`error` is its bounded form)."""
+    interrupt_id: str | None = None
+    """The LangGraph interrupt an `interrupted` run waits on: part of its status push's identity."""
+    announced: bool = True
+    """False from the moment an outcome is recorded until its status push is stored in the outbox:
+    recovery re-announces an ended run a crash left unannounced (records without it were announced)."""
     fence: str | None = None
     """Fencing token of the lock lease under which the run's pod (`pod_id`) runs it; its outcome write is
     conditional on it, so a pod that lost the run to another cannot overwrite it."""
@@ -60,6 +67,7 @@ class RunStore:
         await self._collection.create_index("status", name="status")
         await self._collection.create_index("task_id", name="task_id")
         await self._collection.create_index("updated_at", name="updated_at")
+        await self._collection.create_index("announced", name="announced")
 
     async def create(self, record: RunRecord) -> None:
         """Upsert the run; a re-created run (e.g. a restarted thread) keeps its first created_at."""
@@ -146,7 +154,7 @@ class RunStore:
         unknown = set(fields) - _UPDATABLE
         if unknown:
             raise ValueError(f"cannot update run fields: {sorted(unknown)}")
-        validated = RunRecord.model_construct()
+        validated = RunRecord.model_construct()  # type: ignore[call-arg]  # empty: only `fields` are set below
         for name, value in fields.items():
             RunRecord.__pydantic_validator__.validate_assignment(validated, name, value)
         return {name: getattr(validated, name) for name in fields}
@@ -159,6 +167,13 @@ class RunStore:
         """Runs in one status, oldest first."""
         records = [_record(doc) async for doc in self._collection.find({"status": status})]
         return sorted(records, key=lambda record: record.created_at)
+
+    async def list_unannounced(self, *, updated_before: float) -> list[RunRecord]:
+        """Ended runs whose status push was never stored (a crash between the two writes), last
+        written before ``updated_before`` (a pod announcing right now is left to finish)."""
+        cursor = self._collection.find({"announced": False, "updated_at": {"$lt": updated_before},
+                                        "status": {"$in": ["done", "error", "interrupted"]}})
+        return [_record(doc) async for doc in cursor]
 
     async def recent(self, limit: int) -> list[RunRecord]:
         """The `limit` most recently updated runs, newest first (ties: the later thread id first,

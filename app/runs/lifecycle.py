@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Durability
 
@@ -29,13 +30,13 @@ from app.graph.builder import NODE_NAMES
 from app.graph.context import RunContext
 from app.graph.nodes._common import run_language
 from app.graph.state import reducers
-from app.graph.texts import texts
 from app.llm.scope import current_scope
 from app.observability.metrics import Metrics
 from app.persistence.mongo import is_unreachable
 from app.persistence.outage import MongoOutage
 from app.runs.events import EventLog
 from app.schemas.kotlin import ProgressPush
+from app.texts import texts
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ class RunOutcome:
 
 
 class RunDriver:
-    def __init__(self, graph: Pregel, context: RunContext, kotlin: KotlinClient, metrics: Metrics,
+    def __init__(self, graph: Pregel[Any, Any, Any, Any], context: RunContext, kotlin: KotlinClient, metrics: Metrics,
                  outage: MongoOutage | None = None) -> None:
         self._graph = graph
         self._context = context
@@ -115,7 +116,7 @@ class RunDriver:
         self._metrics = metrics
         self._outage = outage
 
-    def config(self, thread_id: str) -> dict[str, Any]:
+    def config(self, thread_id: str) -> RunnableConfig:
         return {"configurable": {"thread_id": thread_id},
                 "recursion_limit": self._context.settings.recursion_limit}
 
@@ -140,7 +141,7 @@ class RunDriver:
         finally:
             self._context.kb_prefetch.discard(run.thread_id)
 
-    async def _drive(self, run: RunIdentity, graph_input: Any, events: EventLog, config: dict[str, Any],
+    async def _drive(self, run: RunIdentity, graph_input: Any, events: EventLog, config: RunnableConfig,
                      initial: dict[str, Any], run_progress: RunProgress) -> RunOutcome:
         # The checkpoint a resume starts from (a start has none; an adoption re-sends nothing).
         start_id: str | None = None
@@ -170,11 +171,11 @@ class RunDriver:
                                               "wait_seconds": self._outage.wait_seconds})
                 await self._outage.wait(pause.deadline)  # MongoUnavailableError past the deadline
 
-    async def _checkpoint_id(self, config: dict[str, Any]) -> str | None:
+    async def _checkpoint_id(self, config: RunnableConfig) -> str | None:
         snapshot = await self._graph.aget_state(config)
         return snapshot.config.get("configurable", {}).get("checkpoint_id") if snapshot.values else None
 
-    async def _continuation(self, config: dict[str, Any], graph_input: Any, start_id: str | None,
+    async def _continuation(self, config: RunnableConfig, graph_input: Any, start_id: str | None,
                             initial: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """What to stream after an outage, and the state it starts from: the segment's own input
         while its first checkpoint is still the latest (nothing of it was saved), else None from
@@ -185,12 +186,14 @@ class RunDriver:
             return graph_input, dict(initial)
         return None, dict(snapshot.values)
 
-    async def _stream(self, run: RunIdentity, graph_input: Any, config: dict[str, Any], events: EventLog,
+    async def _stream(self, run: RunIdentity, graph_input: Any, config: RunnableConfig, events: EventLog,
                       run_progress: RunProgress) -> RunOutcome:
         tracked = run_progress.values
         interrupt_value: dict[str, Any] | None = None
         interrupt_id: str | None = None
         started: dict[str, float] = {}
+        mode: str
+        chunk: Any  # per mode: a task event, a node's update, a custom event
         async for mode, chunk in self._graph.astream(
             graph_input, config, context=self._context, stream_mode=["tasks", "updates", "custom"],
             durability=DURABILITY,
@@ -218,7 +221,7 @@ class RunDriver:
                 interrupt_id=interrupt_id,
                 percent=run_progress.percent,
             )
-        common = {
+        common: dict[str, Any] = {
             "branch": tracked.get("branch"),
             "artifacts": list(tracked.get("artifacts") or []),
             "step_results": list(tracked.get("step_results") or []),

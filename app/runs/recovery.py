@@ -1,5 +1,8 @@
 """Crash recovery: runs left `running` by a pod that is gone are continued from their checkpoint.
 
+It also announces ended runs whose status push a crash lost (the outcome is recorded first, then
+pushed; a kill between the two leaves the record `announced: false`).
+
 An owned service: `start()` frees the lock slots an earlier life of this pod left behind and
 adopts at once (a restarted pod with a stable id takes its own runs back without waiting for
 its old slots to go stale), then looks again every `interval_seconds` until `stop()`.
@@ -9,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 from typing import Protocol
 
 from app.persistence.runs import RunRecord, RunStore
@@ -27,10 +32,17 @@ class Adopter(Protocol):
         """Continue a claimed run under `slot` (which it then owns); False when it could not."""
         ...
 
+    async def reannounce(self, record: RunRecord) -> None:
+        """Push the status of an ended run whose announcement was lost, and mark it announced."""
+        ...
+
 
 class RecoveryService:
-    def __init__(self, *, runs: RunStore, admission: Admission, adopter: Adopter, interval_seconds: float) -> None:
+    def __init__(self, *, runs: RunStore, admission: Admission, adopter: Adopter, interval_seconds: float,
+                 announce_grace_seconds: float = 10.0, clock: Callable[[], float] = time.time) -> None:
         self._runs = runs
+        self._announce_grace = announce_grace_seconds
+        self._clock = clock
         self._admission = admission
         self._adopter = adopter
         self._interval = interval_seconds
@@ -53,6 +65,7 @@ class RecoveryService:
         while loops is None or done < loops:
             try:
                 await self.recover_once()
+                await self.announce_lost()
             except Exception:
                 log.exception("run recovery failed; trying again later")
             done += 1
@@ -89,3 +102,15 @@ class RecoveryService:
             else:
                 await slot.release()
         return adopted
+
+    async def announce_lost(self) -> list[str]:
+        """Announce every ended run a crash left unannounced for longer than the grace (a pod
+        announcing right now is not overtaken); the thread ids announced. Any pod may do it: the
+        status push's outbox identity makes a repeat from two pods one delivery."""
+        announced = []
+        for record in await self._runs.list_unannounced(updated_before=self._clock() - self._announce_grace):
+            if self._adopter.runs_here(record.thread_id):
+                continue
+            await self._adopter.reannounce(record)
+            announced.append(record.thread_id)
+        return announced

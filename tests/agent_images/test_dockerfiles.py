@@ -14,7 +14,13 @@ import pytest
 
 from tests.agent_images.conftest import REPO_ROOT
 from tests.dockerfile_parser import (
-    KEYWORDS, Instruction, copy_sources, env_pairs, exec_form, image_is_pinned, parse_dockerfile,
+    KEYWORDS,
+    Instruction,
+    copy_sources,
+    env_pairs,
+    exec_form,
+    image_is_pinned,
+    parse_dockerfile,
 )
 
 CONTEXT = REPO_ROOT / "agent-images"

@@ -382,7 +382,7 @@ def test_commit_without_a_configured_identity_uses_jervis(repo: Path) -> None:
     git(repo, "config", "--unset", "user.name")
     git(repo, "config", "--unset", "user.email")
     (repo / "README.md").write_text("# changed\n")
-    done, result = git_step(repo, **COMMIT | {"files": ["README.md"]})
+    done, _ = git_step(repo, **COMMIT | {"files": ["README.md"]})
     assert done.returncode == 0, done.stdout + done.stderr
     assert git(repo, "log", "-1", "--format=%an <%ae> / %cn <%ce>").strip() == (
         "Jervis <jervis@localhost> / Jervis <jervis@localhost>")

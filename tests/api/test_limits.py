@@ -98,7 +98,8 @@ def kotlin_environment() -> dict[str, Any]:
 
 def kotlin_chat_history(message_chars: int) -> dict[str, Any]:
     """The most Kotlin sends: the last 20 messages and 15 summary blocks."""
-    messages = [{"role": "user" if i % 2 else "assistant", "content": "Přidej endpoint /health. " * (message_chars // 25),
+    messages = [{"role": "user" if i % 2 else "assistant",
+                 "content": "Přidej endpoint /health. " * (message_chars // 25),
                  "timestamp": "2026-02-13T09:15:30.123Z", "sequence": i} for i in range(20)]
     blocks = [{"sequence_range": f"{i * 20 + 1}-{i * 20 + 20}", "summary": "Uživatel řešil API. " * 100,
                "key_decisions": ["použít FastAPI"] * 5, "topics": ["API"], "is_checkpoint": False,
@@ -108,8 +109,9 @@ def kotlin_chat_history(message_chars: int) -> dict[str, Any]:
 
 def transcript(hours: float) -> list[dict[str, Any]]:
     """Whisper segments of a meeting: about one every 3.6 s."""
-    return [{"i": i, "startSec": i * 3.6, "endSec": i * 3.6 + 3.4, "text": "Dobrý den, tady Jan Damek z Acme, k té migraci.",
-             "speaker": f"SPEAKER_{i % 4:02d}"} for i in range(int(hours * 1000))]
+    return [{"i": i, "startSec": i * 3.6, "endSec": i * 3.6 + 3.4,
+             "text": "Dobrý den, tady Jan Damek z Acme, k té migraci.", "speaker": f"SPEAKER_{i % 4:02d}"}
+            for i in range(int(hours * 1000))]
 
 
 # ------------------------------------------------------------------ 413
@@ -184,7 +186,8 @@ async def test_query_longer_than_max_text_chars_is_422_naming_the_field(client, 
 async def test_identifier_longer_than_200_characters_is_422(client, app_under_test, field: str) -> None:
     response = await client.post("/orchestrate/stream", json=orchestrate_body(**{field: "a" * 201}))
 
-    assert response.status_code == 422 and response.json()["detail"].startswith(f"{field}: String should have at most 200")
+    assert response.status_code == 422
+    assert response.json()["detail"].startswith(f"{field}: String should have at most 200")
     assert app_under_test.runs.started == []
 
 

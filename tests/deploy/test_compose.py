@@ -18,7 +18,14 @@ import yaml
 
 from app.config import Settings
 from tests.deploy.helpers import (
-    REPO_ROOT, SETTINGS_ENV, STANDARD_ENV, dev_tool, env_file_names, private_ips, run, strings,
+    REPO_ROOT,
+    SETTINGS_ENV,
+    STANDARD_ENV,
+    dev_tool,
+    env_file_names,
+    private_ips,
+    run,
+    strings,
 )
 
 COMPOSE = REPO_ROOT / "docker-compose.yml"

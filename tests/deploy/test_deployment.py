@@ -9,9 +9,7 @@ from starlette.routing import Match
 
 from app.api.router import api_router
 from app.config import Settings
-from tests.deploy.helpers import (
-    K8S_DIR, NAMESPACE, SETTINGS_ENV, STANDARD_ENV, Doc, find, load_file, resource_docs,
-)
+from tests.deploy.helpers import K8S_DIR, NAMESPACE, SETTINGS_ENV, STANDARD_ENV, Doc, find, load_file, resource_docs
 
 PORT = 8090
 

@@ -15,9 +15,7 @@ from app.agents.aider_install import AIDER_SPEC, MARKER
 from app.agents.local import ENTRYPOINT
 from tests.deploy import dockerignore
 from tests.deploy.helpers import REPO_ROOT
-from tests.dockerfile_parser import (
-    KEYWORDS, Instruction, copy_sources, env_pairs, exec_form, parse_dockerfile, stages,
-)
+from tests.dockerfile_parser import KEYWORDS, Instruction, copy_sources, env_pairs, exec_form, parse_dockerfile, stages
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 #: An exact version tag (3.11.14-slim-bookworm, 8.0.15) or a digest: neither `latest` nor a moving `3.11`.

@@ -7,8 +7,21 @@ from pathlib import Path
 import pytest
 
 from tests.deploy.helpers import (
-    K8S_DIR, KUBERNETES_VERSIONS, NAMESPACE, Doc, dev_tool, find, kubectl, kustomization, load_docs, load_file,
-    manifest_files, private_ips, render_kustomize, run, strings,
+    K8S_DIR,
+    KUBERNETES_VERSIONS,
+    NAMESPACE,
+    Doc,
+    dev_tool,
+    find,
+    kubectl,
+    kustomization,
+    load_docs,
+    load_file,
+    manifest_files,
+    private_ips,
+    render_kustomize,
+    run,
+    strings,
 )
 
 EXPECTED_KINDS = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "PersistentVolumeClaim", "ConfigMap",

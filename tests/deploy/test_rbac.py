@@ -1,7 +1,7 @@
 """The orchestrator's Role grants exactly what its Job runner uses, found by observation.
 
 The real KubernetesJobRunner, through the real `kubernetes` client, drives a full step lifecycle
-against the fake API server (tests/fixtures/k8s_server.py): a step that runs to completion
+against the fake API server (tests/fixtures/k8s/): a step that runs to completion
 (create, get, list, watch, the pod list, the followed log) and a step that is cancelled (delete).
 Every recorded request is mapped to (apiGroup, resource, verb) the way the API server's request
 info resolver does it, and the set must equal the Role's grants: a missing grant would fail in the

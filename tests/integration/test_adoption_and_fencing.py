@@ -17,12 +17,20 @@ from typing import Any
 import pytest
 
 from app.config import Settings
-from app.runs.manager import SUSPENDED_MESSAGE
 from app.schemas.kotlin import OrchestrateRequest
+from app.texts import CS
 from tests.fixtures.llm_server import Reply
 from tests.fixtures.pods import Pod, start_pod
 from tests.fixtures.service import configure_cluster
-from tests.support import classification, code_task_script, make_git_repo, new_task_id, node_marker, orchestrate_body
+from tests.support import (
+    classification,
+    code_task_script,
+    make_git_repo,
+    new_task_id,
+    node_marker,
+    orchestrate_body,
+    until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -72,14 +80,6 @@ def statuses(kotlin: Any, thread_id: str) -> list[dict[str, Any]]:
     return [s for s in kotlin.statuses if s["threadId"] == thread_id]
 
 
-async def until(probe: Callable[[], Any], what: str, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := probe()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-    return value
-
 
 async def running_job(k8s: Any, task_id: str) -> str:
     [name] = await until(lambda: agent_jobs(k8s, task_id), "the agent Job")
@@ -99,7 +99,7 @@ async def test_shutdown_leaves_the_agent_job_and_the_next_pod_finishes_with_it(p
     await leaving.stop()  # SIGTERM: the grace period passes mid-step
 
     assert k8s.processes_alive(name) and name in k8s.jobs() and not k8s.deletes
-    assert (await leaving.manager.wait(run)).error == SUSPENDED_MESSAGE
+    assert (await leaving.manager.wait(run)).error == CS.run_suspended  # a Czech request
     assert not statuses(kotlin, run.identity.thread_id)  # Kotlin is not told the run failed
 
     following = await pods("pod-b")
@@ -127,7 +127,7 @@ async def test_a_pod_whose_slot_was_taken_over_leaves_the_job_and_tells_no_one(p
 
     assert await taker.recovery.recover_once() == [run.identity.thread_id]  # the slot looked stale: taken over
 
-    assert (await asyncio.wait_for(fenced.manager.wait(run), 10)).error == SUSPENDED_MESSAGE
+    assert (await asyncio.wait_for(fenced.manager.wait(run), 10)).error == CS.run_suspended  # a Czech request
     assert fenced.count("jervis_lock_lost") == 1 and fenced.count("jervis_orchestrations", outcome="suspended") == 1
     asked = await asyncio.to_thread(kotlin.wait_for_status, thread_id=run.identity.thread_id, status="interrupted",
                                     timeout=60)
@@ -165,3 +165,9 @@ async def test_a_fenced_pod_that_finishes_anyway_records_and_pushes_nothing(pods
     assert [s["status"] for s in statuses(kotlin, thread_id)] == ["done"]
     stored = await taker.runs.get(thread_id)
     assert stored is not None and (stored.summary, stored.pod_id) == ("Odpověď pody B", "pod-b")
+    for _ in range(100):  # marked right after the status push is stored, which Kotlin may hear first
+        if stored is not None and stored.announced:
+            break
+        await asyncio.sleep(0.05)
+        stored = await taker.runs.get(thread_id)
+    assert stored is not None and stored.announced  # recovery will not announce it again

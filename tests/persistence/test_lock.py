@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from app.persistence.embedded_mongo import EmbeddedMongo
+from app.dev.embedded_mongo import EmbeddedMongo
 from app.persistence.lock import COLLECTION_NAME, LockLease, OrchestrationLock, lost_after
 from app.persistence.mongo import MongoTimeouts, create_client
 from tests.support import FakeClock
@@ -30,7 +30,7 @@ async def slot_doc(db: Db, slot_id: str) -> dict[str, Any]:
 
 async def wait_for(predicate: Any, timeout: float = 3.0) -> None:
     async def poll() -> None:
-        while not await predicate():
+        while not await predicate():  # noqa: ASYNC110 (polls MongoDB, which notifies nothing here)
             await asyncio.sleep(0.02)
 
     await asyncio.wait_for(poll(), timeout)
@@ -200,9 +200,9 @@ async def test_lease_as_async_context_manager_releases(mongo_db: Db) -> None:
 
 
 def test_invalid_configuration_is_rejected() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="slots must be >= 1"):
         OrchestrationLock(None, pod_id="p", slots=0)  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="heartbeat_seconds must be shorter than stale_seconds"):
         OrchestrationLock(None, pod_id="p", slots=1, heartbeat_seconds=300, stale_seconds=300)  # type: ignore[arg-type]
 
 

@@ -10,8 +10,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from pymongo import MongoClient
 
+from app.dev.embedded_mongo import EmbeddedMongo
 from app.observability.redaction import REDACTED, Redactor
-from app.persistence.embedded_mongo import EmbeddedMongo
 from app.persistence.redacting_serde import RedactingSerializer
 
 CONFIGURED = "configured-git-token-0001"

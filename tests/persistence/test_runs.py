@@ -14,7 +14,9 @@ from tests.support import FakeClock
 Db = AsyncDatabase[dict[str, Any]]
 
 
-def record(thread_id: str = "thread-1", *, status: Any = "running", created_at: float = 100.0, **extra: Any) -> RunRecord:
+def record(
+    thread_id: str = "thread-1", *, status: Any = "running", created_at: float = 100.0, **extra: Any,
+) -> RunRecord:
     return RunRecord(
         thread_id=thread_id, task_id="task-1", client_id="client-1", status=status,
         created_at=created_at, updated_at=created_at, **extra,
@@ -69,7 +71,7 @@ async def test_update_sets_fields_and_bumps_updated_at(runs: RunStore, clock: Fa
 )
 async def test_update_rejects_unknown_immutable_or_invalid_fields(runs: RunStore, fields: dict[str, Any]) -> None:
     await runs.create(record())
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"cannot update run fields|validation error"):
         await runs.update("thread-1", **fields)
     assert await runs.get("thread-1") == record()
 
@@ -85,7 +87,8 @@ async def test_list_by_status_returns_matching_runs_oldest_first(runs: RunStore)
 
 async def test_setup_indexes_status_task_id_and_updated_at(runs: RunStore, mongo_db: Db) -> None:
     await runs.setup()  # idempotent
-    keys = {tuple(name for name, _ in info["key"]) for info in (await mongo_db[COLLECTION_NAME].index_information()).values()}
+    indexes = await mongo_db[COLLECTION_NAME].index_information()
+    keys = {tuple(name for name, _ in info["key"]) for info in indexes.values()}
     assert {("status",), ("task_id",), ("updated_at",)} <= keys
 
 
@@ -99,7 +102,7 @@ async def test_recent_returns_the_latest_updated_runs_first_within_the_limit(run
     assert [r.thread_id for r in await runs.recent(2)] == ["t-old", "t-new"]
     assert [r.thread_id for r in await runs.recent(200)] == ["t-old", "t-new", "t-mid"]
     assert (await runs.recent(1))[0].summary == "finished last"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="limit must be at least 1"):
         await runs.recent(0)
 
 
@@ -152,7 +155,7 @@ async def test_upsert_of_an_existing_run_sets_fields_and_keeps_its_identity(runs
     assert stored is not None
     assert (stored.task_id, stored.client_id, stored.pod_id) == ("task-1", "client-1", "pod-a")
     assert (stored.created_at, stored.status, stored.error, stored.updated_at) == (100.0, "error", "boom", 900.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="created_at_typo"):
         await runs.upsert("thread-1", task_id="t", client_id="c", created_at_typo=1.0)
 
 

@@ -1,4 +1,4 @@
-"""Self-tests of the fake Kubernetes API (tests/fixtures/k8s_server.py), through the real client.
+"""Self-tests of the fake Kubernetes API (tests/fixtures/k8s/), through the real client.
 
 The orchestrator's Job runner is tested against this fake, so each test pins one
 behaviour it relies on, over real HTTP with the official ``kubernetes`` client
@@ -21,7 +21,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
-from tests.fixtures.k8s_server import FakeKubernetesApi
+from tests.fixtures.k8s import FakeKubernetesApi
 
 NS = "jervis"
 IMAGE = "registry.local/jervis-agent:test"
@@ -345,3 +345,41 @@ def test_reset_kills_running_processes(k8s: FakeKubernetesApi, kube: Kube) -> No
     assert k8s.jobs() == {} and k8s.created == []
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+# ------------------------------------------------- modes for deadline tests
+def test_unschedulable_pods_stay_pending_without_a_node(k8s: FakeKubernetesApi, kube: Kube) -> None:
+    """What a real cluster shows for a pod no node fits: Pending, PodScheduled False, no container status."""
+    k8s.configure(unschedulable=True)
+    create(kube, "unfit", command=["true"], deadline=1)
+    pod = the_pod(kube, "unfit")
+    [scheduled] = pod.status.conditions
+    assert pod.status.phase == "Pending" and pod.spec.node_name is None and pod.status.container_statuses is None
+    assert (scheduled.type, scheduled.status, scheduled.reason) == ("PodScheduled", "False", "Unschedulable")
+    error = api_error(kube.core.read_namespaced_pod_log, pod.metadata.name, NS)
+    assert error.status == 400 and "does not have a host assigned" in error.body
+    assert kube.batch.read_namespaced_job("unfit", NS).status.active == 1
+    # activeDeadlineSeconds still counts from the Job's start, as on a real cluster
+    k8s.wait_for_job("unfit", "Failed", timeout=5)
+    assert condition(kube.batch.read_namespaced_job("unfit", NS), "Failed").reason == "DeadlineExceeded"
+    assert not k8s.processes_alive("unfit")
+
+
+def test_without_finishing_jobs_a_job_stays_active_after_its_pod_ends(k8s: FakeKubernetesApi, kube: Kube) -> None:
+    """(That activeDeadlineSeconds is not enforced either shows in the runner's never-finished test.)"""
+    k8s.configure(finish_jobs=False)
+    create(kube, "forever", command=["true"])
+    k8s.wait_until(lambda: the_pod(kube, "forever").status.phase == "Succeeded" or None, 5, lambda: "pod Succeeded")
+    status = kube.batch.read_namespaced_job("forever", NS).status
+    assert status.conditions is None and status.active == 1
+
+
+def test_a_finalizer_keeps_a_deleted_job_while_its_pods_go(k8s: FakeKubernetesApi, kube: Kube) -> None:
+    k8s.configure(finalizer="example.com/hold")
+    create(kube, "held", command=SLEEP)
+    k8s.wait_for_job("held", "Active")
+    kube.batch.delete_namespaced_job("held", NS, propagation_policy="Background")
+    kept = kube.batch.read_namespaced_job("held", NS)
+    assert kept.metadata.deletion_timestamp is not None and kept.metadata.finalizers == ["example.com/hold"]
+    assert k8s.pods() == {}
+    k8s.wait_until(lambda: not k8s.processes_alive("held") or None, 5, lambda: "the process to die")

@@ -118,10 +118,15 @@ def test_stop_is_prompt_with_a_stalled_stream_open() -> None:
 async def test_error_status_makes_litellm_raise(llm: ScriptedLlmServer, model: str, suffix: str, stream: bool) -> None:
     """A scripted 500 reaches the caller as litellm's InternalServerError (status 500)."""
     llm.script(Reply(None, status=500, error_body='{"error":"model crashed"}', name="boom"))
-    with pytest.raises(litellm.InternalServerError) as raised:
+
+    async def call() -> None:
+        """A stream's error may come with its first chunk rather than with the call."""
         response = await _complete(llm, model, suffix, "hi", stream=stream, max_retries=0)
         async for _ in response:
             pass
+
+    with pytest.raises(litellm.InternalServerError) as raised:
+        await call()
     assert raised.value.status_code == 500
     assert "model crashed" in str(raised.value)
     assert [r.matched for r in llm.requests] == ["boom"]  # max_retries=0 also stops the OpenAI SDK retrying
@@ -280,7 +285,7 @@ def test_kotlin_fail_next_and_wait_for(kotlin: FakeKotlinServer) -> None:
     assert codes == [503, 503, 200]
     assert len(kotlin.failures) == 2 and kotlin.violations == []
     assert kotlin.wait_for_status(thread_id="thread-67ad…92-1a2b3c4d", timeout=1)["status"] == "done"
-    with pytest.raises(AssertionError, match="(?s)status.*error.*injected"):
+    with pytest.raises(AssertionError, match=r"(?s)status.*error.*injected"):
         kotlin.wait_for_status(status="error", timeout=0.2)
 
 

@@ -33,5 +33,5 @@ def test_the_graph_is_drawn_from_the_compiled_graph() -> None:
 
 
 def test_a_missing_section_is_reported() -> None:
-    with pytest.raises(ValueError, match="graph.*metrics.*settings"):
+    with pytest.raises(ValueError, match=r"graph.*metrics.*settings"):
         readme.render("no markers here")

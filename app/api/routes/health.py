@@ -23,7 +23,8 @@ async def read_health(request: Request, health: HealthDep, redact: RedactorDep) 
     report = await health.report()
     if not is_authenticated(request.state):
         return {"status": report["status"], "busy": report["busy"]}
-    return redact.data(report)
+    redacted: dict[str, Any] = redact.data(report)
+    return redacted
 
 
 @router.get("/health/live")

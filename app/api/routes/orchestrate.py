@@ -8,12 +8,7 @@ from fastapi import APIRouter
 
 from app.api.deps import RunManagerDep, SettingsDep
 from app.api.limits import check_text_lengths
-from app.schemas.kotlin import (
-    OrchestrateRequest,
-    OrchestrateResponse,
-    StepResultOut,
-    StreamStartResponse,
-)
+from app.schemas.kotlin import OrchestrateRequest, OrchestrateResponse, StepResultOut, StreamStartResponse
 
 router = APIRouter(tags=["orchestrate"])
 
@@ -39,6 +34,7 @@ async def orchestrate_blocking(request: OrchestrateRequest, runs: RunManagerDep,
                 "interrupt": outcome.interrupt or {}, "summary": "Waiting for user approval"}
     return OrchestrateResponse(
         task_id=request.task_id, success=outcome.status == "done",
-        summary=outcome.summary or outcome.report or outcome.error or "", branch=outcome.branch, artifacts=outcome.artifacts,
+        summary=outcome.summary or outcome.report or outcome.error or "", branch=outcome.branch,
+        artifacts=outcome.artifacts,
         step_results=[StepResultOut.model_validate(r) for r in outcome.step_results], thread_id=thread_id,
     ).model_dump()

@@ -4,6 +4,7 @@ each other."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.config import get_stream_writer
@@ -11,17 +12,19 @@ from langgraph.runtime import Runtime
 
 from app.agents.workspace import render_environment
 from app.config import Settings
-from app.graph import chat, intent
+from app.graph import chat
 from app.graph.agent_selection import select_agent
 from app.graph.context import RunContext
 from app.graph.state import OrchestratorState
+from app.graph.state_parts import GoalDict, StepDict, TaskDict
 from app.schemas.domain import CodingStep, StepType
+from app.texts.language import choose_language
 
 NodeRuntime = Runtime[RunContext]
 CONVERSATION_CHARS = 3000
 
 
-def task_of(state: OrchestratorState) -> dict[str, Any]:
+def task_of(state: OrchestratorState) -> TaskDict:
     return state["task"]
 
 
@@ -30,15 +33,13 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
-def run_language(state: OrchestratorState, settings: Settings) -> str:
+def run_language(state: Mapping[str, Any], settings: Settings) -> str:
     """The run's language: what intake decided, the configured one, or (`auto`, before intake
-    ran) the request's own."""
-    configured = settings.response_language
+    ran) the request's own. `state` is the graph's, or what the run manager knows of it."""
     if state.get("language"):
         return str(state["language"])
-    if configured != "auto":
-        return configured
-    return intent.detect_language(str((state.get("task") or {}).get("query", "")), default="cs")
+    task = state.get("task")
+    return choose_language(settings.response_language, str(task.get("query", "") if task else ""))
 
 
 def emit(event: dict[str, Any]) -> None:
@@ -57,7 +58,9 @@ def identity(state: OrchestratorState) -> str:
 
 
 def evidence_text(state: OrchestratorState, limit: int = 3000) -> str:
-    pack = state.get("evidence_pack") or {}
+    pack = state.get("evidence_pack")
+    if not pack:
+        return ""
     lines = [f"- [{r.get('source', '')}] {r.get('content', '')}" for r in pack.get("kb_results", [])]
     lines += [f"- {a.get('ref', '')}: {a.get('content', '')}" for a in pack.get("tracker_artifacts", [])]
     if pack.get("unknowns"):
@@ -66,8 +69,8 @@ def evidence_text(state: OrchestratorState, limit: int = 3000) -> str:
 
 
 def clarification_text(state: OrchestratorState) -> str | None:
-    response = state.get("clarification_response") or {}
-    return response.get("answer") or None
+    response = state.get("clarification_response")
+    return (response.get("answer") if response else None) or None
 
 
 def answer_context(state: OrchestratorState) -> str:
@@ -97,7 +100,7 @@ def planning_context(state: OrchestratorState) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def number_steps(steps: list[CodingStep], *, complexity: str | None, preference: str, mapping: dict[str, str],
+def number_steps(steps: list[CodingStep], *, complexity: str | None, preference: str, mapping: Mapping[str, str],
                  start: int = 0, revision: int = 0) -> list[dict[str, Any]]:
     """Index the steps (from `start`), mark their plan revision and pick each code step's agent."""
     numbered = []
@@ -110,11 +113,11 @@ def number_steps(steps: list[CodingStep], *, complexity: str | None, preference:
     return numbered
 
 
-def current_goal(state: OrchestratorState) -> dict[str, Any]:
+def current_goal(state: OrchestratorState) -> GoalDict:
     return state["goals"][state.get("current_goal_index", 0)]
 
 
-def current_step(state: OrchestratorState) -> dict[str, Any]:
+def current_step(state: OrchestratorState) -> StepDict:
     return state["steps"][state.get("current_step_index", 0)]
 
 
@@ -127,7 +130,7 @@ def task_brief(state: OrchestratorState, goal_index: int, step_index: int) -> di
             "query": task["query"]}
 
 
-def kb_env(settings: Settings, task: dict[str, Any]) -> dict[str, str]:
+def kb_env(settings: Settings, task: TaskDict) -> dict[str, str]:
     """Environment of the KB MCP server the agent may start (tenant and URLs)."""
     return {"CLIENT_ID": task["client_id"], "PROJECT_ID": task.get("project_id") or "",
             "KB_URL": settings.knowledgebase_url, "KB_WRITE_URL": settings.kb_write_url}

@@ -8,6 +8,7 @@ instead of ending the run. A bare "ne" ends it, as before.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.types import interrupt
@@ -17,11 +18,12 @@ from app.graph.approval import classify_modification
 from app.graph.goals import dependency_waves
 from app.graph.nodes._common import NodeRuntime, clip, run_language, task_of
 from app.graph.state import OrchestratorState
-from app.graph.texts import texts
+from app.graph.state_parts import GoalDict
 from app.schemas.domain import Complexity, Recovery, RecoveryAction
+from app.texts import texts
 
 
-def added_goal(goals: list[dict[str, Any]], text: str) -> dict[str, Any]:
+def added_goal(goals: Sequence[GoalDict], text: str) -> GoalDict:
     """The work the user added while approving: a last goal after all the others."""
     ids = {g["id"] for g in goals}
     goal_id, n = "user", 1
@@ -38,7 +40,8 @@ async def approve_plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
     waves = dependency_waves(goals)
     generative = state.get("task_category") == "generative"
     t = texts(run_language(state, ctx.settings))
-    lines = [f"{i}. {g['title']}" + (f" (po: {', '.join(g['dependencies'])})" if g.get("dependencies") else "")
+    lines = [f"{i}. {g['title']}" + (" " + t.plan_gate_after.format(goals=", ".join(g["dependencies"]))
+                                     if g.get("dependencies") else "")
              for i, g in enumerate(goals, 1)]
     header = (t.plan_gate_replanned.format(reason=state["replan_reason"], goals=len(goals), waves=len(waves))
               if state.get("replan_reason") else t.plan_gate.format(goals=len(goals), waves=len(waves)))

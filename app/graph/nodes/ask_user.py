@@ -11,12 +11,12 @@ from langgraph.types import interrupt
 
 from app.graph import recovery
 from app.graph.answers import read_recovery_choice
-from app.graph.decisions import apply_decision
 from app.graph.approval import answer_text
+from app.graph.decisions import apply_decision
 from app.graph.nodes._common import NodeRuntime, clip, current_step, run_language, task_of
 from app.graph.state import OrchestratorState
-from app.graph.texts import texts
 from app.schemas.domain import CodingStep, Recovery, RecoveryAction
+from app.texts import texts
 
 
 def question(decision: Recovery, step: CodingStep, language: str, *, at_cap: bool) -> str:

@@ -9,6 +9,7 @@ they did not exist), so they never wait in the workspace for a retry or a user's
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,9 @@ from app.agents.test_command import resolve_test_command
 from app.graph import integrity, step_changes, verification
 from app.graph.nodes._common import NodeRuntime, clip, current_goal, current_step, emit, run_language, task_of
 from app.graph.state import OrchestratorState
-from app.graph.texts import Texts, texts
+from app.graph.state_parts import Rules, StepResultDict, TaskDict
 from app.schemas.domain import CheckStatus, CodingStep, Evaluation, EvaluationCheck, ReviewVerdict, StepType
+from app.texts import Texts, texts
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +32,7 @@ def forbidden_matches(files: list[str], patterns: list[str]) -> list[str]:
     return [f for f in files if any(fnmatch(f, p) or fnmatch(f.rsplit("/", 1)[-1], p) for p in patterns)]
 
 
-def basic_checks(result: dict[str, Any], rules: dict[str, Any], t: Texts) -> list[EvaluationCheck]:
+def basic_checks(result: Mapping[str, Any], rules: Rules, t: Texts) -> list[EvaluationCheck]:
     """What needs no tool: the agent's verdict, forbidden files, how many files changed."""
     files = result.get("changed_files", [])
     checks = [EvaluationCheck(
@@ -60,7 +62,7 @@ def verdict(checks: list[EvaluationCheck]) -> Evaluation:
     return Evaluation(acceptable=not failed, checks=checks, feedback=clip(feedback, FEEDBACK_CHARS))
 
 
-def evaluate_result(result: dict[str, Any], rules: dict[str, Any], language: str = "en") -> Evaluation:
+def evaluate_result(result: Mapping[str, Any], rules: Rules, language: str = "en") -> Evaluation:
     """The tool-free part of the evaluation (unit-testable, and all non-code steps get)."""
     return verdict(basic_checks(result, rules, texts(language)))
 
@@ -100,7 +102,7 @@ async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
     return updates | ({"warnings": fresh} if fresh else {})
 
 
-async def _revert_forbidden(runtime: NodeRuntime, task: dict[str, Any], base: str | None, forbidden: list[str],
+async def _revert_forbidden(runtime: NodeRuntime, task: TaskDict, base: str | None, forbidden: list[str],
                             t: Texts) -> str:
     """Put the forbidden files back as they were at the step's start; what the feedback says."""
     ctx = runtime.context
@@ -114,7 +116,7 @@ async def _revert_forbidden(runtime: NodeRuntime, task: dict[str, Any], base: st
 
 
 async def _integrity(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep, workspace: Path,
-                     last: dict[str, Any], t: Texts) -> EvaluationCheck:
+                     last: StepResultDict, t: Texts) -> EvaluationCheck:
     """Files still whole: no lost definitions, Python that parses, no sentence-named files."""
     base = last.get("base_tree")
     files = []
@@ -154,7 +156,7 @@ async def _tests(state: OrchestratorState, runtime: NodeRuntime, step: CodingSte
 
 
 async def _review(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep, workspace: Any,
-                  last: dict[str, Any], t: Texts, warnings: list[str], language: str) -> EvaluationCheck:
+                  last: StepResultDict, t: Texts, warnings: list[str], language: str) -> EvaluationCheck:
     ctx = runtime.context
     diff = await step_changes.diff(ctx.snapshots, workspace, last.get("base_tree"))
     goal = current_goal(state)

@@ -7,7 +7,7 @@ only the external references are looked up here, concurrently.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 from app.graph import chat
 from app.graph.nodes._common import NodeRuntime, task_of
@@ -40,7 +40,7 @@ async def evidence_pack(state: OrchestratorState, runtime: NodeRuntime) -> dict[
     if any(u.startswith("KB ") or "KB " in u for u in unknowns):
         unknowns.append(KB_UNAVAILABLE)
     pack = EvidencePack(
-        kb_results=list(state.get("kb_results") or []),
+        kb_results=list(cast("list[dict[str, str]]", state.get("kb_results") or [])),  # KbHit: the typed form
         tracker_artifacts=artifacts,
         chat_history_summary=chat.summary_text(state),
         external_refs=refs,

@@ -24,13 +24,13 @@ from app.graph.nodes._common import (
     task_of,
 )
 from app.graph.state import OrchestratorState
-from app.graph.texts import texts
+from app.graph.state_parts import GoalDict, Rules, TaskDict
 from app.graph.tracker_ops import TrackerCall, carry_out
 from app.kb.prefetch import prefetch_kb_context
 from app.llm.provider import LlmError
 from app.persistence.context_store import ContextStore
 from app.schemas.domain import CodingStep, Recovery, StepResult, StepType
-
+from app.texts import texts
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,8 @@ def retry_feedback(state: OrchestratorState, step: CodingStep, language: str) ->
     recovery = Recovery.model_validate(raw)
     if (recovery.goal_index, recovery.step_index) != (state.get("current_goal_index", 0), step.index):
         return ""
-    lines = [f"## {texts(language).retry_section.format(attempt=recovery.attempt)}", clip(recovery.failure, FEEDBACK_CHARS)]
+    lines = [f"## {texts(language).retry_section.format(attempt=recovery.attempt)}",
+             clip(recovery.failure, FEEDBACK_CHARS)]
     if recovery.root_cause:
         lines.append(f"Root cause: {recovery.root_cause}")
     if recovery.hint:
@@ -67,7 +68,7 @@ def earlier_findings(state: OrchestratorState, goal_index: int, step_index: int)
     return clip("\n".join(found[i] for i in sorted(found)), FINDINGS_CHARS)
 
 
-def render_instructions(step: CodingStep, goal: dict[str, Any], task: dict[str, Any], rules: dict[str, Any],
+def render_instructions(step: CodingStep, goal: GoalDict, task: TaskDict, rules: Rules,
                         earlier: str, *, findings: str = "", feedback: str = "", conversation: str = "",
                         conditions: list[str] | None = None) -> str:
     files = "\n".join(f"- {f}" for f in step.files) or "- (decide yourself)"
@@ -169,7 +170,7 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
 async def _respond(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> tuple[StepResult, str]:
     """An answer step. An LLM failure is a failed attempt (the reflection may retry it), not a crash."""
     ctx = runtime.context
-    base = {"step_index": step.index, "goal_index": state.get("current_goal_index", 0),
+    base: dict[str, Any] = {"step_index": step.index, "goal_index": state.get("current_goal_index", 0),
             "step_type": StepType.RESPOND, "attempt": state.get("attempt", 1), "revision": step.revision,
             "title": clip(step.instructions, 120)}
     try:

@@ -16,13 +16,13 @@ import re
 from typing import Any
 
 from app.graph import chat, prompts, report
-from app.graph.intent import detect_language
 from app.graph.nodes._common import NodeRuntime, run_language, task_of
 from app.graph.state import OrchestratorState
-from app.graph.texts import Texts, texts
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
 from app.llm.scope import current_scope
+from app.texts import Texts, texts
+from app.texts.language import detect_language
 
 log = logging.getLogger(__name__)
 #: 3-5 sentences need about 150 tokens; a small model asked for them still writes pages of
@@ -79,8 +79,8 @@ async def finalize(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
         updates |= {"final_result": summary, "error": report.error_text(problem, state, t)}
     else:
         summary = state.get("final_result") or ""
-        if not summary or state.get("step_results") and any(r.get("step_type") != "respond"
-                                                             for r in state["step_results"]):
+        if not summary or (state.get("step_results") and any(r.get("step_type") != "respond"
+                                                             for r in state["step_results"])):
             summary = await _written(state, runtime, t, language)
         else:  # an answer: the notices the structured report would carry are added here
             summary = "\n\n".join([summary, *report.notice_lines(state, t)])

@@ -39,38 +39,41 @@ from app.graph.nodes._common import (
 )
 from app.graph.report import changed_files
 from app.graph.state import OrchestratorState
-from app.graph.texts import texts
+from app.graph.state_parts import Rules
 from app.schemas.domain import CodingStep, StepType
+from app.texts import Texts, texts
 
 GIT_TIMEOUT_SECONDS = 300
 
 
-def branch_name(rules: dict[str, Any], task_id: str) -> str:
-    return rules.get("branch_naming", "task/{taskId}").replace("{taskId}", task_id)
+def branch_name(rules: Rules, task_id: str) -> str:
+    naming: str = rules.get("branch_naming", "task/{taskId}")
+    return naming.replace("{taskId}", task_id)
 
 
-def commit_message(rules: dict[str, Any], task_id: str, title: str) -> str:
+def commit_message(rules: Rules, task_id: str, title: str) -> str:
     prefix = rules.get("commit_prefix", "task({taskId}):").replace("{taskId}", task_id)
     return f"{prefix} {title}".strip()[:200]
 
 
-def branch_allowed(branch: str, rules: dict[str, Any]) -> bool:
+def branch_allowed(branch: str, rules: Rules) -> bool:
     allowed = rules.get("allowed_branches") or []
     return not allowed or any(fnmatch(branch, pattern) for pattern in allowed)
 
 
-def apply_branch_rule(branch: str, rule: Modification, rules: dict[str, Any], task_id: str) -> tuple[str, str | None]:
-    """The branch after the user's rule, and a warning when the rule could not be followed."""
+def apply_branch_rule(branch: str, rule: Modification, rules: Rules, task_id: str,
+                      t: Texts) -> tuple[str, str | None]:
+    """The branch after the user's rule, and a warning (for the report) when the rule could not be followed."""
     if rule.target_branch:
         if branch_allowed(rule.target_branch, rules):
             return rule.target_branch, None
-        return branch, f"branch '{rule.target_branch}' is not among the allowed branches; used '{branch}'"
+        return branch, t.warning_branch_not_allowed.format(branch=rule.target_branch, used=branch)
     forbidden = rule.forbidden_branch or ""
     if forbidden and (branch == forbidden or fnmatch(branch, forbidden)):
         for candidate in (f"task/{task_id}", f"jervis/{task_id}"):
             if candidate != forbidden and branch_allowed(candidate, rules):
                 return candidate, None
-        return branch, f"no allowed branch other than '{forbidden}'"
+        return branch, t.warning_no_other_branch.format(branch=forbidden)
     return branch, None
 
 
@@ -79,8 +82,9 @@ async def run_git(state: OrchestratorState, runtime: NodeRuntime, workspace: Pat
     ctx = runtime.context
     task = task_of(state)
     agent = ctx.settings.git_agent
-    brief = StepBrief(agent_type=agent, instructions=f"Git {action}: see .jervis/git.json", task=task_brief(state, 0, 0),
-                      title=f"git {action}", kb_env=kb_env(ctx.settings, task), git_plan={"action": action, **plan})
+    brief = StepBrief(agent_type=agent, instructions=f"Git {action}: see .jervis/git.json",
+                      task=task_brief(state, 0, 0), title=f"git {action}", kb_env=kb_env(ctx.settings, task),
+                      git_plan={"action": action, **plan})
     job = AgentJob(thread_id=state.get("thread_id", ""), task_id=task["id"], client_id=task["client_id"],
                    project_id=task.get("project_id"), agent_type=agent, workspace=workspace, mode=action,
                    timeout_seconds=GIT_TIMEOUT_SECONDS)
@@ -124,7 +128,8 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
         return {"branch": None, "git_outcome": "no_changes", "artifacts": []}
     halt = state.get("halt")
     approved_before = None if halt else state.get("commit_approval")
-    branch = approved_before["branch"] if approved_before else branch_name(rules, task["id"])
+    # An approval with more work carries the branch it named (always set where it is made).
+    branch = (approved_before.get("branch") if approved_before else None) or branch_name(rules, task["id"])
     if not branch_allowed(branch, rules):
         return {"artifacts": files, "git_outcome": "branch_not_allowed",
                 "error": t.git_branch_not_allowed.format(branch=branch, allowed=rules.get("allowed_branches"))}
@@ -147,7 +152,8 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
             if "steps" in more:
                 return more
             updates |= more
-    title = (state.get("goals") or [{}])[0].get("title") or task["query"][:72]
+    goals = state.get("goals")
+    title = (goals[0].get("title") if goals else None) or task["query"][:72]
     committed = await run_git(state, runtime, workspace, "commit", {
         "branch": branch, "message": commit_message(rules, task["id"], title), "files": files,
         "trailer": f"Jervis-Thread: {state.get('thread_id', task['id'])}",
@@ -178,7 +184,8 @@ def _condition(state: OrchestratorState, runtime: NodeRuntime, text: str, branch
     """What a condition on an approved commit changes: the branch, one more step, or a note."""
     rule = classify_modification(text)
     if rule.kind == "branch":
-        chosen, warning = apply_branch_rule(branch, rule, state.get("rules", {}), task_of(state)["id"])
+        chosen, warning = apply_branch_rule(branch, rule, state.get("rules", {}), task_of(state)["id"],
+                                            texts(run_language(state, runtime.context.settings)))
         return chosen, {"user_conditions": [text], **({"warnings": [warning]} if warning else {})}
     if rule.kind == "add_step" and not halted:
         return branch, added_step(state, runtime, text, branch)

@@ -13,6 +13,7 @@ from app.graph.state import OrchestratorState
 from app.kb.prefetch import fetch_project_context
 from app.llm.scope import cloud_request
 
+
 def has_workspace(runtime: NodeRuntime, workspace_path: str) -> bool:
     """A project directory with something in it: code changes have somewhere to go."""
     try:

@@ -16,11 +16,11 @@ from app.graph import prompts, recovery, step_changes
 from app.graph.decisions import apply_decision
 from app.graph.nodes._common import NodeRuntime, clip, current_step, emit, run_language, task_of
 from app.graph.state import OrchestratorState
-from app.graph.texts import texts
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
 from app.persistence.context_store import ContextStore
 from app.schemas.domain import CodingStep, Evaluation, Reflection
+from app.texts import texts
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,9 @@ async def reflect(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, A
     attempt = state.get("attempt", 1)
     goal_index = state.get("current_goal_index", 0)
     caps = recovery.Caps.from_settings(ctx.settings)
-    failure = evaluation.feedback or last.get("summary", "") or "the step failed"
+    language = run_language(state, ctx.settings)
+    t = texts(language)
+    failure = evaluation.feedback or last.get("summary", "") or t.step_failed
     task = task_of(state)
     output = await agent_output(ctx.context_store, task["id"], goal_index, step.index) \
         if last.get("step_type") == "code" else ""
@@ -64,11 +66,10 @@ async def reflect(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, A
             step=clip(step.instructions, 1500), attempt=attempt, max_attempts=caps.max_attempts,
             failure=failure, agent_summary=clip(last.get("summary", ""), 500), output_tail=output,
             diff_stat=stat, history=history(state), critical=step.critical,
-            language=run_language(state, ctx.settings)), Reflection, max_tokens=600)
+            language=language), Reflection, max_tokens=600)
     except LlmError as exc:
         log.warning("reflection without an LLM verdict (%s): deterministic fallback", exc)
     except BudgetExceededError as exc:  # no more LLM calls: stop, with the failed step undone
-        t = texts(run_language(state, ctx.settings))
         workspace = ctx.workspaces.resolve(task["workspace_path"])
         await step_changes.discard(ctx.snapshots, workspace, last.get("base_tree"))
         return {"halt": {"kind": "budget", "message": t.halt_budget.format(reason=exc)}}

@@ -52,18 +52,18 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
               "progress_floor": progress.monotonic(0.0, state, "replan")}
     if replans_goals(state):
         index = state.get("current_goal_index", 0)
-        finished = [g for g in state.get("goals", [])[:index]]
+        finished = list(state.get("goals", [])[:index])
         summaries = "\n".join(f"- {s['title']}: {clip(s['summary'], 200)}" for s in state.get("goal_summaries", []))
         plan = await ctx.llm.complete_json(prompts.replan_goals(
             task=task["query"], finished=summaries or "-", failure=_why(decision),
             context=planning_context(state), language=language), GoalPlan)
         taken = {g["id"] for g in finished}
         fresh = []
-        for goal in plan.goals:  # a new goal never takes a finished goal's id
-            while goal.id in taken:
-                goal.id = f"{goal.id}-r{replans}"
-            taken.add(goal.id)
-            fresh.append(goal.model_dump(mode="json"))
+        for new_goal in plan.goals:  # a new goal never takes a finished goal's id
+            while new_goal.id in taken:
+                new_goal.id = f"{new_goal.id}-r{replans}"
+            taken.add(new_goal.id)
+            fresh.append(new_goal.model_dump(mode="json"))
         return common | {"goals": finished + fresh, "steps": [], "current_step_index": 0,
                          "replan_reason": clip(decision.failure, 200)}
     goal = current_goal(state)

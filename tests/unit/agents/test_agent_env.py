@@ -39,7 +39,8 @@ def test_the_local_environment_holds_the_agent_secrets_of_the_mode_and_nothing_o
 
 
 def test_the_local_agents_own_variables_win_over_the_service_environment() -> None:
-    env = local_agent_env(SERVICE_ENVIRON, Settings(), job(), {"PATH": "/aider/bin:/usr/bin", "OPENAI_API_KEY": "local"})
+    own = {"PATH": "/aider/bin:/usr/bin", "OPENAI_API_KEY": "local"}
+    env = local_agent_env(SERVICE_ENVIRON, Settings(), job(), own)
     assert env["PATH"] == "/aider/bin:/usr/bin" and env["OPENAI_API_KEY"] == "local"
 
 

@@ -39,7 +39,8 @@ def brief(agent_type: str = "claude") -> StepBrief:
 
 
 def untouched(outside: Path) -> bool:
-    return sorted(p.name for p in outside.iterdir()) == ["keep.txt"] and (outside / "keep.txt").read_text() == "precious\n"
+    return (sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+            and (outside / "keep.txt").read_text() == "precious\n")
 
 
 # ------------------------------------------------------------------ the check before an agent starts

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.agents.base import AgentJob
+from app.agents.control import AgentControl, use_control
 from app.agents.local import LocalRunner
 from app.agents.log_lines import MAX_LINE_CHARS, LineCutter
 from app.agents.workspace import StepBrief, WorkspaceManager
@@ -234,3 +235,24 @@ async def test_the_agent_sees_an_allow_listed_environment_without_the_services_s
         "HOME": str(repo.parent), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TASK_ID": "t1",
         "WORKSPACE_PATH": str(repo), "AGENT_TYPE": "command"}
     assert seen["PATH"] == os.environ["PATH"]
+
+
+async def test_a_user_cancel_stops_the_agent_even_when_the_task_is_not_cancelled(
+        manager: WorkspaceManager, repo: Path) -> None:
+    """The graph runs nodes in tasks of its own, so a run task's cancellation may reach the runner
+    late; the run's `AgentControl` says "cancelled" directly and the runner stops at its next poll."""
+    control = AgentControl()
+    lines: list[str] = []
+    prepare = hand_over(manager, repo, "@@SLEEP 30\n" + file_block("late.txt", "never"))
+
+    async def in_run() -> object:
+        use_control(control)  # as the run manager does at the start of the run task
+        return await runner(manager).run(job(repo), on_log=lines.append, prepare=prepare)
+
+    running = asyncio.create_task(in_run())
+    pids = await wait_for_agent(repo, lines, "sleeping 30")
+    control.cancel()  # and no running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(running, 10)
+    assert not any(alive(pid) for pid in pids) and agent_pids(repo) == []
+    assert not (repo / "late.txt").exists()

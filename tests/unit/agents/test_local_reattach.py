@@ -123,7 +123,7 @@ async def test_a_record_of_a_dead_or_reused_pid_starts_the_agent_afresh(
         manager: WorkspaceManager, repo: Path, starts: Path) -> None:
     """The recorded pid now belongs to another process (another start time): it is not ours to
     follow or to kill, and the step starts again from its hand-over."""
-    stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)  # noqa: ASYNC220 (returns at once)
     try:
         job = step_job(repo)
         directory = runs_dir(repo)

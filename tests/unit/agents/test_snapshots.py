@@ -89,9 +89,9 @@ async def test_ensure_records_different_trees_under_different_keys(repo: Path,
 
 @pytest.mark.parametrize("key", ["", "a/b", "../x", "..", "with space", "x" * 201, "ümlaut", "a\x00b"])
 async def test_a_bad_key_raises_value_error(repo: Path, snapshots: WorkspaceSnapshots, key: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="snapshot key must be"):
         await snapshots.ensure(repo, key)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="snapshot key must be"):
         await snapshots.recorded(repo, key)
 
 
@@ -119,7 +119,7 @@ async def test_a_same_size_edit_in_the_second_the_index_was_written_is_still_see
     (repo / "README.md").write_text("aaaa\n")
     git(repo, "add", "README.md")  # index written in the same second as the edit below
     (repo / "README.md").write_text("bbbb\n")
-    time.sleep(1.1)  # the temporary index is made a second later
+    await asyncio.sleep(1.1)  # the temporary index is made a second later
 
     tree = await snapshots.current_tree(repo)
 
@@ -361,14 +361,14 @@ async def test_is_repository_is_false_for_a_missing_directory_or_a_missing_git(
 # ---------------------------------------------------------------------- failures
 async def test_an_unknown_base_raises_snapshot_error_with_gits_message(repo: Path,
                                                                       snapshots: WorkspaceSnapshots) -> None:
-    with pytest.raises(SnapshotError, match="0{40}"):
+    with pytest.raises(SnapshotError, match=r"0{40}"):
         await snapshots.restore(repo, "0" * 40)
     with pytest.raises(SnapshotError):
         await snapshots.diff(repo, "0" * 40)
 
 
 async def test_a_base_that_is_not_a_tree_id_raises_value_error(repo: Path, snapshots: WorkspaceSnapshots) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="base must be a full lowercase tree id"):
         await snapshots.restore(repo, "--output=/tmp/x")
 
 

@@ -224,7 +224,8 @@ def test_git_variant_of_claude_md_allows_commit_but_not_force_push(manager: Work
     jervis = prepare(manager, root / "ws", agent_type="claude",
                      git_plan={"action": "commit", "branch": "task/t1", "files": ["a.py"]})
     claude_md = (root / "ws" / "CLAUDE.md").read_text()
-    assert "`git commit`" in claude_md and "Forbidden: `git push --force`, `git reset --hard`, `git rebase`" in claude_md
+    assert "`git commit`" in claude_md
+    assert "Forbidden: `git push --force`, `git reset --hard`, `git rebase`" in claude_md
     assert json.loads((jervis / "git.json").read_text())["branch"] == "task/t1"
 
 

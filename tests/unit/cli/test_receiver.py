@@ -86,5 +86,5 @@ def test_parse_address(text: str, address: tuple[str, int]) -> None:
 
 @pytest.mark.parametrize("text", ["5500", "host:", "host:port", "h:70000"])
 def test_parse_address_rejects_garbage(text: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="expected HOST:PORT"):
         parse_address(text)

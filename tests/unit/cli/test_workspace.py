@@ -8,14 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.agents.workspace import WorkspaceManager
-from app.cli.workspace import (
-    PlacementError,
-    changes,
-    claim,
-    fetch_back,
-    place,
-    workspace_name,
-)
+from app.cli.workspace import PlacementError, changes, claim, fetch_back, place, workspace_name
 from tests.support import git, make_git_repo
 
 

@@ -11,12 +11,7 @@ import pytest
 
 from app.clients.kotlin import PROGRESS_PATH, STATUS_PATH, KotlinClient, TrackerError
 from app.observability.logs import Redactor
-from app.schemas.kotlin import (
-    ProgressPush,
-    StatusPush,
-    TrackerCreateIssue,
-    TrackerUpdateIssue,
-)
+from app.schemas.kotlin import ProgressPush, StatusPush, TrackerCreateIssue, TrackerUpdateIssue
 from tests.fixtures.kotlin_server import FakeKotlinServer
 from tests.fixtures.outbox import PushRig, push_rig
 

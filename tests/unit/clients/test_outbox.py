@@ -12,8 +12,8 @@ import httpx
 from app.clients.delivery import DeliveryService
 from app.clients.kotlin import PROGRESS_PATH, KotlinClient
 from app.clients.outbox import OutboxWriter
+from app.dev.embedded_mongo import EmbeddedMongo
 from app.observability.metrics import Metrics
-from app.persistence.embedded_mongo import EmbeddedMongo
 from app.persistence.mongo import MongoTimeouts, create_client
 from app.persistence.outbox import COLLECTION_NAME, OutboxStore
 from app.schemas.kotlin import ProgressPush, StatusPush

@@ -20,7 +20,7 @@ from app.correction.rules import rule_sentence
 from app.correction.service import CorrectionService
 from app.correction.store import RuleStore
 from app.llm.provider import LitellmProvider
-from app.schemas.correction import CorrectionRequest
+from app.schemas.correction import CorrectionInstructRequest, CorrectionRequest
 from tests.fixtures.kb_server import FakeKbServer
 from tests.fixtures.kotlin_server import FakeKotlinServer
 from tests.fixtures.llm_server import RecordedRequest, Reply, ScriptedLlmServer
@@ -116,3 +116,54 @@ async def test_correction_uses_client_rules_and_its_projects_rules_only(llm: Scr
     system = llm.requests[0].messages[0]["content"]
     assert '"Jarda" -> "Jaroslav"' in system and '"ej aj" -> "AI"' in system
     assert "kubernetis" not in system and '"foo"' not in system
+
+
+ENGLISH = ["Hello everyone, today we deploy the new cluster", "and then we will talk about the agents"]
+CZECH = ["Dobrý den všem, dneska nasadíme nový cluster", "a pak probereme agenty"]
+
+
+@pytest.mark.parametrize(("configured", "transcript", "started", "finished"), [
+    ("auto", ENGLISH, "Correction chunk 1/1", "Correction finished"),
+    ("auto", CZECH, "Korekce chunk 1/1", "Korekce dokončena"),
+    ("cs", ENGLISH, "Korekce chunk 1/1", "Korekce dokončena"),
+], ids=["auto-english", "auto-czech", "configured-czech"])
+async def test_progress_speaks_the_transcripts_language_unless_one_is_configured(
+        llm: ScriptedLlmServer, kb_client: KnowledgeBaseClient, kotlin_client: KotlinClient, pushes: PushRig,
+        kotlin: FakeKotlinServer, configured: str, transcript: list[str], started: str, finished: str) -> None:
+    llm.script(Reply(match=node_marker("correction"), content=echo))
+    service = make_service(llm, kb_client, kotlin_client, language=configured)
+
+    await service.correct(request(transcript))
+    await pushes.flush(5)
+
+    assert [p["message"] for p in kotlin.correction_progress] == [started, finished]
+
+
+def instruct_request(instruction: str, texts: list[str]) -> CorrectionInstructRequest:
+    return CorrectionInstructRequest.model_validate({
+        "clientId": CLIENT, "projectId": None, "instruction": instruction,
+        "segments": [{"i": i, "startSec": float(i), "endSec": i + 1.0, "text": t, "speaker": None}
+                     for i, t in enumerate(texts)]})
+
+
+@pytest.mark.parametrize(("instruction", "summary", "empty"), [
+    ("Write the name of the cluster in capitals", "Changed 2 of 2 segments, new rules: 0.", "No segments."),
+    ("Název clusteru piš velkými písmeny", "Upraveno 2 z 2 segmentů, nových pravidel: 0.", "Žádné segmenty."),
+], ids=["en", "cs"])
+async def test_instruction_summary_speaks_the_instructions_language(
+        llm: ScriptedLlmServer, kb_client: KnowledgeBaseClient, kotlin_client: KotlinClient, instruction: str,
+        summary: str, empty: str) -> None:
+    """Of a Czech transcript: the user's instruction tells the language the user reads."""
+    def upper(recorded: RecordedRequest) -> str:
+        lines = re.search(r"## Segments\n(.*?)(?:\n\n## |\Z)", recorded.last_user, re.DOTALL).group(1)
+        return json.dumps({"segments": [{"i": s["i"], "text": s["text"].upper()}
+                                        for s in map(json.loads, lines.splitlines())], "newRules": []})
+
+    llm.script(Reply(match=node_marker("correction-instruct"), content=upper))
+    service = make_service(llm, kb_client, kotlin_client)
+
+    result = await service.instruct(instruct_request(instruction, CZECH))
+    nothing = await service.instruct(instruct_request(instruction, []))
+
+    assert (result.status, result.summary) == ("success", summary)
+    assert (nothing.status, nothing.summary) == ("success", empty)

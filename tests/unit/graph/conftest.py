@@ -20,6 +20,7 @@ from app.clients.outbox import OutboxWriter
 from app.config import Settings
 from app.graph.builder import build_graph
 from app.graph.context import RunContext
+from app.graph.llm_gate import ApprovingLlm
 from app.llm.provider import LitellmProvider
 from app.persistence.context_store import COLLECTION_NAME, ContextStore
 from app.persistence.outbox import COLLECTION_NAME as OUTBOX_COLLECTION
@@ -48,7 +49,7 @@ async def ctx(run_settings: dict[str, Any], kb: Any, kotlin: Any, mongo_db: Any,
     outbox = OutboxWriter(OutboxStore(mongo_db[OUTBOX_COLLECTION], pod_id="graph-tests"))  # nodes call the tracker only
     async with httpx.AsyncClient() as http:
         yield RunContext(
-            settings=settings, llm=LitellmProvider(settings),
+            settings=settings, llm=ApprovingLlm(LitellmProvider(settings)),
             kb=KnowledgeBaseClient(http, kb.url, kb.url, timeout=2), kotlin=KotlinClient(http, kotlin.url, outbox),
             context_store=store, runner=LocalRunner(workspaces, settings), workspaces=workspaces,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.graph.context import RunContext
-from app.runs.manager import initial_state
+from app.runs.segment import initial_state
 from app.schemas.kotlin import OrchestrateRequest
 from tests.support import orchestrate_body
 

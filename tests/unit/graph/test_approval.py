@@ -98,7 +98,8 @@ def _no(reason: str | None = None) -> ApprovalDecision:
         ({"approved": False, "reason": "ne"}, _no()),
         ({"approved": False, "reason": "nechci"}, _no()),
         ({"approved": True, "reason": "yes but not to master"}, _yes("not to master")),
-        ({"approved": False, "reason": "no, do it without the new dependency"}, _no("do it without the new dependency")),
+        ({"approved": False, "reason": "no, do it without the new dependency"},
+         _no("do it without the new dependency")),
         ({"approved": True, "reason": ""}, _yes()),
         ({"approved": False, "reason": None}, _no()),
         ({"approved": True, "reason": "", "modification": "jen backend"}, _yes("jen backend")),
@@ -146,7 +147,9 @@ def test_interpret_approval_keeps_the_condition_when_a_yes_is_followed_by_a_comm
      ("never into production", "production")],
     ids=["czech-master", "czech-main", "english-develop", "english-never"],
 )
-def test_classify_modification_names_the_forbidden_branch_when_the_user_rules_one_out(text: str, forbidden: str) -> None:
+def test_classify_modification_names_the_forbidden_branch_when_the_user_rules_one_out(
+    text: str, forbidden: str,
+) -> None:
     modification = classify_modification(text)
     assert (modification.kind, modification.forbidden_branch, modification.target_branch) == ("branch", forbidden, None)
     assert modification.text == text

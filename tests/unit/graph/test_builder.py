@@ -16,16 +16,8 @@ from langgraph.types import Command
 from app.graph.builder import NODE_NAMES, build_graph
 from app.graph.context import RunContext
 from tests.fixtures.llm_server import RecordedRequest, Reply
+from tests.support import advice_script, classification, code_task_script, git, make_git_repo, node_marker
 from tests.unit.graph.graph_support import matched, nodes_of, start
-from tests.support import (
-    advice_script,
-    classification,
-    code_task_script,
-    git,
-    make_git_repo,
-    node_marker,
-    orchestrate_body,
-)
 
 SPEC_NODES = {"intake", "evidence_pack", "respond", "plan", "plan_epic", "design", "select_goal", "plan_steps",
               "execute_step", "evaluate", "advance_step", "advance_goal", "git_operations", "finalize"}

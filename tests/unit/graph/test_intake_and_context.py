@@ -17,6 +17,7 @@ from app.graph.nodes._common import run_language
 from app.graph.nodes.finalize import finalize
 from app.llm.budget import BudgetLimits, BudgetTracker, Usage
 from app.llm.scope import LlmScope, use_scope
+from app.texts import CS, EN, Texts
 from tests.fixtures.llm_server import Reply
 from tests.support import classification, file_block, goals_json, make_git_repo, node_marker, steps_json
 from tests.unit.graph.graph_support import matched, start
@@ -28,8 +29,9 @@ def code_script(intake: str | Reply, **extra: Reply) -> list[Reply]:
     first = intake if isinstance(intake, Reply) else Reply(match=node_marker("intake"), content=intake, name="intake")
     return [first,
             Reply(match=node_marker("plan"), content=goals_json("Subtract"), name="plan"),
-            Reply(match=node_marker("plan_steps"), content=steps_json(file_block("calc.py", "def add(a, b):\n    return a + b\n\n\n"
-                                                                                 "def subtract(a, b):\n    return a - b")),
+            Reply(match=node_marker("plan_steps"),
+                  content=steps_json(file_block("calc.py", "def add(a, b):\n    return a + b\n\n\n"
+                                                           "def subtract(a, b):\n    return a - b")),
                   name="plan_steps"),
             *extra.values()]
 
@@ -52,12 +54,15 @@ async def test_empty_classification_is_repaired_once_then_falls_back_to_code(gra
 
     assert (result["task_category"], result["task_action"]) == ("single_task", "code")
     assert matched(llm)[:3] == ["intake", "intake", "plan"]  # the repair round, then planning
-    assert any(w.startswith("classification fallback (single_task/code)") for w in result["warnings"])
+    fallback = CS.warning_classification_fallback.format(category="single_task", action="code", error="")
+    assert any(w.startswith(fallback) for w in result["warnings"])  # in the run's language (cs here)
     assert result["__interrupt__"][0].value["action"] == "commit"
 
 
+@pytest.mark.parametrize("t", [pytest.param(CS, marks=pytest.mark.settings(response_language="cs"), id="cs"),
+                               pytest.param(EN, marks=pytest.mark.settings(response_language="en"), id="en")])
 async def test_unparseable_classification_of_a_question_falls_back_to_advice_with_a_warning(
-        graph: Any, ctx: RunContext, llm: Any, project: str) -> None:
+        graph: Any, ctx: RunContext, llm: Any, project: str, t: Texts) -> None:
     llm.script(Reply(match=node_marker("intake"), content="I think this is a question.", name="intake"),
                Reply(match=node_marker("respond"), content="It adds numbers.", name="respond"))
     state, config = start("What does calc.py do?", workspace_path=project)
@@ -65,7 +70,8 @@ async def test_unparseable_classification_of_a_question_falls_back_to_advice_wit
     result = await graph.ainvoke(state, config, context=ctx)
 
     assert result["task_category"] == "advice" and result["final_result"].startswith("It adds numbers.")
-    assert "classification fallback (advice/respond)" in result["final_result"]  # said, not silent
+    fallback = t.warning_classification_fallback.format(category="advice", action="respond", error="")
+    assert fallback in result["final_result"]  # said, not silent, in the run's language
 
 
 @pytest.mark.parametrize("misnamed", [{"category": "single_task", "action": "code"},

@@ -8,8 +8,8 @@ import pytest
 
 from app.graph.integrity import ChangedFile, judged, problems
 from app.graph.step_cleanup import cleaned_steps, is_orchestrator_duty, without_orchestrator_duties
-from app.graph.texts import texts
 from app.schemas.domain import CodingStep, StepType
+from app.texts import texts
 
 EN = texts("en")
 CALC = "def add(a, b):\n    return a + b\n"

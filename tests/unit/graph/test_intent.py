@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.graph.intent import asks_for_code_change, detect_language, fold, looks_like_question
+from app.graph.intent import asks_for_code_change, looks_like_question
+from app.texts.language import detect_language, fold
 
 
 @pytest.mark.parametrize(

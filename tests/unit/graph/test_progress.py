@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.graph import progress
-from app.graph.texts import CS, EN, Texts
+from app.texts import CS, EN, Texts
 
 GOALS = [{"id": "g1", "title": "One"}, {"id": "g2", "title": "Two"}]
 STEPS = [{"index": 0}, {"index": 1}]

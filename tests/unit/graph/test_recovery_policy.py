@@ -51,7 +51,9 @@ def test_decide_passes_the_llm_action_through_when_it_is_allowed(action: Recover
     [(1, A.RETRY_MODIFIED, "llm"), (2, A.RETRY_MODIFIED, "llm"), (3, A.ASK_USER, "cap")],
     ids=["attempts-left", "one-attempt-left", "attempts-used-up"],
 )
-def test_decide_refuses_skip_step_when_the_step_is_critical(attempt: int, expected: RecoveryAction, source: str) -> None:
+def test_decide_refuses_skip_step_when_the_step_is_critical(
+    attempt: int, expected: RecoveryAction, source: str,
+) -> None:
     decision = decide(_suggest(A.SKIP_STEP), _step(attempt, critical=True), CAPS, failure="x")
     assert (decision.action, decision.source) == (expected, source)
     assert "critical" in decision.note
@@ -96,7 +98,9 @@ def test_decide_extends_the_attempt_cap_when_the_user_granted_extra_attempts(
     ],
     ids=["asked-and-used-up", "asked-extra-used-up", "asked-but-extra-left", "not-asked-yet"],
 )
-def test_decide_stops_when_the_exhausted_step_was_already_asked_about(step: FailedStep, expected: RecoveryAction) -> None:
+def test_decide_stops_when_the_exhausted_step_was_already_asked_about(
+    step: FailedStep, expected: RecoveryAction,
+) -> None:
     decision = decide(_suggest(A.ASK_USER), step, CAPS, failure="x")
     assert decision.action == expected
     assert decision.source == ("cap" if expected == A.STOP else "llm")
@@ -213,7 +217,8 @@ def test_read_recovery_answer_drops_the_hint_when_the_action_is_not_a_retry(answ
     assert result is not None and result[1] == ""
 
 
-@pytest.mark.parametrize("answer", ["", "hmm", "nevím", "use numpy instead"], ids=["empty", "hmm", "nevim", "hint-only"])
+@pytest.mark.parametrize("answer", ["", "hmm", "nevím", "use numpy instead"],
+                         ids=["empty", "hmm", "nevim", "hint-only"])
 def test_read_recovery_answer_returns_none_when_no_keyword_says_it(answer: str) -> None:
     assert read_recovery_answer(answer) is None
 

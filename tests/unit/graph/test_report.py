@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.graph import report
-from app.graph.texts import CS, EN, Texts
+from app.texts import CS, EN, Texts
 
 GOALS = [{"id": "g1", "title": "Přidat endpoint"}, {"id": "g2", "title": "Doplnit testy"},
          {"id": "g3", "title": "Dokumentace"}]

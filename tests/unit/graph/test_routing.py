@@ -146,7 +146,7 @@ def test_route_recovery_acts_on_the_decision(state: dict[str, Any], expected: st
 
 @pytest.mark.parametrize("state", [{}, _decided("stop")], ids=["no-decision", "stop-without-halt"])
 def test_route_recovery_raises_value_error_on_an_impossible_state(state: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"no recovery decision|without a halt"):
         routing.route_recovery(state)
 
 
@@ -171,8 +171,8 @@ def test_route_after_execute_evaluates_unless_halted(state: dict[str, Any], expe
 
 @pytest.mark.parametrize(
     ("state", "expected"),
-    [({"commit_approval": {"approved": True, "branch": "task/t"}}, "execute_step"), ({"commit_approval": None}, "finalize"),
-     ({}, "finalize")],
+    [({"commit_approval": {"approved": True, "branch": "task/t"}}, "execute_step"),
+     ({"commit_approval": None}, "finalize"), ({}, "finalize")],
     ids=["approved-with-an-added-step", "committed", "nothing-pending"],
 )
 def test_route_after_git_runs_the_step_the_user_added_before_finishing(state: dict[str, Any], expected: str) -> None:

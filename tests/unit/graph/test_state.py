@@ -4,13 +4,29 @@ plus the strict `Classification` model intake validates against."""
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, get_args, get_origin, get_type_hints
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from app.graph import state_parts
 from app.graph.state import merge_results, reducers
-from app.schemas.domain import Classification
+from app.llm.budget import BudgetLimits
+from app.schemas.domain import (
+    ApprovalDecision,
+    Classification,
+    CodingStep,
+    CodingTask,
+    Evaluation,
+    EvaluationCheck,
+    EvidencePack,
+    Goal,
+    GoalSummary,
+    Recovery,
+    StepResult,
+    TrackerOperation,
+)
+from app.schemas.kotlin import ChatHistoryMessage, ChatHistoryPayload, ChatSummaryBlock, ProjectRules
 
 
 def _result(step: int, attempt: int = 1, *, goal: int = 0, revision: int = 0, success: bool = True) -> dict[str, Any]:
@@ -63,7 +79,9 @@ def test_reducers_name_exactly_the_annotated_keys_when_read_from_the_state() -> 
     [{}, {"task_category": "single_task"}, {"task_action": "code"}, {"task_category": "advice", "task_action": "fly"}],
     ids=["empty", "action-missing", "category-missing", "unknown-action"],
 )
-def test_classification_rejects_the_answer_when_category_or_action_is_missing_or_unknown(answer: dict[str, Any]) -> None:
+def test_classification_rejects_the_answer_when_category_or_action_is_missing_or_unknown(
+    answer: dict[str, Any],
+) -> None:
     with pytest.raises(ValidationError):
         Classification.model_validate(answer)
 
@@ -77,3 +95,50 @@ def test_classification_rejects_the_answer_when_category_or_action_is_missing_or
 def test_classification_accepts_the_answer_when_keys_are_exact_or_misnamed(answer: dict[str, Any]) -> None:
     classification = Classification.model_validate(answer)
     assert (classification.task_category, classification.task_action) == ("single_task", "code")
+
+
+_MIRRORS = [
+    (state_parts.TaskDict, CodingTask), (state_parts.RulesDict, ProjectRules),
+    (state_parts.ChatHistoryDict, ChatHistoryPayload), (state_parts.ChatMessageDict, ChatHistoryMessage),
+    (state_parts.ChatSummaryDict, ChatSummaryBlock), (state_parts.BudgetLimitsDict, BudgetLimits),
+    (state_parts.EvidencePackDict, EvidencePack), (state_parts.GoalDict, Goal), (state_parts.StepDict, CodingStep),
+    (state_parts.TrackerOperationDict, TrackerOperation), (state_parts.StepResultDict, StepResult),
+    (state_parts.EvaluationDict, Evaluation), (state_parts.EvaluationCheckDict, EvaluationCheck),
+    (state_parts.RecoveryDict, Recovery), (state_parts.GoalSummaryDict, GoalSummary),
+]
+
+
+@pytest.mark.parametrize(("shape", "model"), _MIRRORS, ids=lambda v: v.__name__)
+def test_each_state_shape_has_exactly_the_keys_of_its_models_dump(shape: type, model: type[BaseModel]) -> None:
+    assert set(get_type_hints(shape)) == set(model.model_fields)
+
+
+def test_commit_approval_is_an_approval_decision_plus_its_branch() -> None:
+    assert set(get_type_hints(state_parts.CommitApprovalDict)) == set(ApprovalDecision.model_fields) | {"branch"}
+
+
+def test_every_state_key_is_typed_precisely_and_documented() -> None:
+    """No bare `dict`/`list`/`Any` in the state, and a docstring under every key saying who writes and reads it."""
+    import ast
+    import inspect
+
+    from app.graph import state
+
+    def loose(hint: Any) -> bool:
+        if hint in (dict, list, Any):
+            return True
+        args = get_args(hint)
+        return (get_origin(hint) is dict and args[-1] is Any) or any(loose(arg) for arg in args)
+
+    hints = get_type_hints(state.OrchestratorState)
+    assert [key for key, hint in hints.items() if loose(hint)] == ["environment"]  # Kotlin's free-form object
+    tree = ast.parse(inspect.getsource(state))
+    undocumented = []
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name.startswith("Orchestrator")):
+        body = cls.body
+        for i, item in enumerate(body):
+            if isinstance(item, ast.AnnAssign):
+                nxt = body[i + 1] if i + 1 < len(body) else None
+                if not (isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)):
+                    undocumented.append(item.target.id)  # type: ignore[attr-defined]
+    assert undocumented == []

@@ -3,6 +3,8 @@ that one of its nodes stops (and a worker starts again), as the service's graph 
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -52,14 +54,22 @@ class Harness:
     def driver(self, graph: Any) -> RunDriver:
         return RunDriver(graph, self.context, self.context.kotlin, Metrics(), self.outage)
 
-    def outage_in(self, node: str, *, restart_after: float | None) -> Callable[[], None]:
-        """A side effect for the first run of `node`: MongoDB goes away (and comes back later)."""
+    def outage_in(self, node: str, *, restart: bool) -> Callable[[], None]:
+        """A side effect for the first run of `node`: MongoDB goes away and, with `restart`, comes
+        back once the driver waits for it (not after a fixed time: a restart faster than the
+        client's server selection would let the write through, and there would be no outage)."""
         def strike() -> None:
             if self.calls.count(node) == 1:
                 self.mongo.stop()
-                if restart_after is not None:
-                    self.mongo.start_after(restart_after)
+                if restart:
+                    threading.Thread(target=self._restart_once_waiting, daemon=True).start()
         return strike
+
+    def _restart_once_waiting(self) -> None:
+        deadline = time.monotonic() + 30
+        while self.outage.waiting == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.mongo.start_after(0.1)
 
 
 @pytest.fixture
@@ -113,7 +123,7 @@ def event_types(h: Harness, thread_id: str) -> list[str]:
 async def test_a_checkpoint_write_cut_by_an_outage_waits_and_continues_from_the_last_checkpoint(
         harness: Harness) -> None:
     h = harness
-    graph = chain(h, h.outage_in("second", restart_after=0.5))
+    graph = chain(h, h.outage_in("second", restart=True))
     run, progress = identity(), RunProgress()
 
     outcome = await h.driver(graph).drive(run, {"query": "q"}, h.events.log(run.thread_id), run_progress=progress)
@@ -128,7 +138,7 @@ async def test_a_checkpoint_write_cut_by_an_outage_waits_and_continues_from_the_
 
 async def test_an_answer_whose_step_was_not_saved_is_applied_again_after_the_outage(harness: Harness) -> None:
     h = harness
-    strike = h.outage_in("ask:yes", restart_after=0.5)
+    strike = h.outage_in("ask:yes", restart=True)
     graph = StateGraph(ToyState)
 
     def ask(state: ToyState) -> dict[str, Any]:
@@ -165,7 +175,7 @@ async def test_an_answer_whose_step_was_not_saved_is_applied_again_after_the_out
 async def test_an_outage_past_its_deadline_raises_for_the_manager_to_suspend(harness: Harness) -> None:
     h = harness
     h.outage.wait_seconds = 0.5
-    graph = chain(h, h.outage_in("second", restart_after=None))
+    graph = chain(h, h.outage_in("second", restart=False))
     run = identity()
 
     with pytest.raises(MongoUnavailableError):

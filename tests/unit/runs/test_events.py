@@ -144,9 +144,9 @@ async def test_reconnect_older_than_what_is_held_gets_a_gap_naming_the_lost_ids_
     gap = events[0]
     assert gap.type == "gap" and gap.data["first_lost_id"] == 6 and gap.data["last_lost_id"] == first_held - 1
     assert gap.id == first_held - 1  # a client that reconnects after the gap is not told twice
-    assert "id: %d\nevent: gap\n" % gap.id in gap.sse()
+    assert f"id: {gap.id}\nevent: gap\n" in gap.sse()
     assert [e.id for e in events[1:]] == list(range(first_held, 51))
-    assert [e for e in await collect(log, after_id=first_held - 1) if e][0].id == first_held  # no gap: nothing lost
+    assert next(e for e in await collect(log, after_id=first_held - 1) if e).id == first_held  # no gap: nothing lost
 
 
 async def test_a_slow_follower_is_told_about_events_dropped_while_it_was_reading() -> None:

@@ -104,7 +104,9 @@ def test_evaluate_result_uses_default_budget_of_20_when_rules_are_empty() -> Non
 
 
 # ------------------------------------------------------------------ forbidden files put back
-def forbidden_state(workspace_path: str, *, changed: list[str], base: str | None, success: bool = True) -> dict[str, Any]:
+def forbidden_state(
+    workspace_path: str, *, changed: list[str], base: str | None, success: bool = True,
+) -> dict[str, Any]:
     state, _ = start("Přidej endpoint /health", workspace_path=workspace_path)
     return state | {"language": "en", "step_results": [{
         "step_index": 0, "goal_index": 0, "success": success, "summary": "done", "step_type": "code",

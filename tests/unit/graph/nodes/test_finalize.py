@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.graph.nodes.finalize import git_note, structured_summary, usable_report
-from app.graph.texts import CS, EN
+from app.texts import CS, EN
 
 
 def _step(index: int, success: bool, files: list[str], attempt: int = 1) -> dict[str, Any]:
@@ -52,7 +52,8 @@ def test_git_note_describes_the_git_outcome(outcome: str | None, branch: str | N
 
 
 def test_git_note_follows_the_language() -> None:
-    assert git_note({"git_outcome": "committed", "branch": "task/t1"}, EN) == "The changes are committed on branch task/t1."
+    note = git_note({"git_outcome": "committed", "branch": "task/t1"}, EN)
+    assert note == "The changes are committed on branch task/t1."
 
 
 @pytest.mark.parametrize(("text", "language", "usable"), [

@@ -1,11 +1,14 @@
-"""Branch names and commit messages from project rules (app/graph/nodes/git_operations.py)."""
+"""Branch names, commit messages and the user's branch rules from project rules
+(app/graph/nodes/git_operations.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.graph.nodes.git_operations import branch_name, commit_message
+from app.graph.approval import Modification
+from app.graph.nodes.git_operations import apply_branch_rule, branch_name, commit_message
 from app.schemas.kotlin import ProjectRules
+from app.texts import CS, EN, Texts
 
 TASK = "67ad0f1e2b3c4d5e6f708192"
 
@@ -42,3 +45,17 @@ def test_commit_message_prefixes_the_title(rules: dict[str, str], title: str, ex
 def test_commit_message_is_capped_at_200_characters() -> None:
     message = commit_message({}, TASK, "x" * 500)
     assert len(message) == 200 and message.startswith(f"task({TASK}): x")
+
+
+@pytest.mark.parametrize(("t", "not_allowed", "no_other"), [
+    (EN, "branch 'main' is not among the allowed branches; used 'task/x'", "no allowed branch other than 'task/x'"),
+    (CS, "větev 'main' není mezi povolenými větvemi; použita 'task/x'",
+     "žádná povolená větev kromě 'task/x'"),
+], ids=["en", "cs"])
+def test_a_branch_rule_that_cannot_be_followed_is_reported_in_the_runs_language(t: Texts, not_allowed: str,
+                                                                               no_other: str) -> None:
+    rules = {"allowed_branches": ["task/x"]}
+    to_main = Modification(kind="branch", text="do mainu", target_branch="main")
+    not_task = Modification(kind="branch", text="ne do task", forbidden_branch="task/x")
+    assert apply_branch_rule("task/x", to_main, rules, TASK, t) == ("task/x", not_allowed)
+    assert apply_branch_rule("task/x", not_task, rules, TASK, t) == ("task/x", no_other)

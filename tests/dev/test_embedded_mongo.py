@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
-from app.persistence.embedded_mongo import EmbeddedMongo, EmbeddedMongoError
+from app.dev.embedded_mongo import EmbeddedMongo, EmbeddedMongoError
 from app.persistence.mongo import MongoTimeouts, create_client, ping
-from tests.support import free_port
+from tests.support import free_port, pid_alive
 
 
 def _server_pid(url: str) -> int:
     with MongoClient(url, serverSelectionTimeoutMS=2000) as client:
         return int(client.admin.command("serverStatus")["pid"])
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_start_serves_loopback_url_and_stop_is_idempotent(tmp_path: Path) -> None:
@@ -34,7 +26,7 @@ def test_start_serves_loopback_url_and_stop_is_idempotent(tmp_path: Path) -> Non
         pid = server.pid
         assert pid is not None and _server_pid(server.url) == pid
         assert (tmp_path / "nx-27017.log").exists() and (tmp_path / "nx-27017.pid").exists()
-    assert not _alive(pid)
+    assert not pid_alive(pid)
     server.stop()  # second stop: no error
     with pytest.raises(EmbeddedMongoError):
         _ = server.url
@@ -42,17 +34,15 @@ def test_start_serves_loopback_url_and_stop_is_idempotent(tmp_path: Path) -> Non
 
 def test_data_dir_persists_across_restart(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    with EmbeddedMongo(data_dir=data_dir, work_dir=tmp_path / "run1") as first:
-        with MongoClient(first.url) as client:
-            client["keep"]["docs"].insert_one({"_id": "a", "value": 42})
-    with EmbeddedMongo(data_dir=data_dir, work_dir=tmp_path / "run2") as second:
-        with MongoClient(second.url) as client:
-            assert client["keep"]["docs"].find_one({"_id": "a"}) == {"_id": "a", "value": 42}
+    with EmbeddedMongo(data_dir=data_dir, work_dir=tmp_path / "run1") as first, MongoClient(first.url) as client:
+        client["keep"]["docs"].insert_one({"_id": "a", "value": 42})
+    with EmbeddedMongo(data_dir=data_dir, work_dir=tmp_path / "run2") as second, MongoClient(second.url) as client:
+        assert client["keep"]["docs"].find_one({"_id": "a"}) == {"_id": "a", "value": 42}
 
 
 def test_missing_executable_raises_clear_error(tmp_path: Path) -> None:
     server = EmbeddedMongo(work_dir=tmp_path, executable=tmp_path / "no-such-nx")
-    with pytest.raises(EmbeddedMongoError, match="executable not found.*no-such-nx"):
+    with pytest.raises(EmbeddedMongoError, match=r"executable not found.*no-such-nx"):
         server.start()
 
 
@@ -60,7 +50,7 @@ def test_server_dying_at_start_reports_its_output(tmp_path: Path) -> None:
     fake = tmp_path / "fake-nx"
     fake.write_text("#!/bin/sh\necho 'fatal: cannot open database' >&2\nexit 3\n")
     fake.chmod(0o755)
-    with pytest.raises(EmbeddedMongoError, match="exited during start-up(.|\n)*cannot open database"):
+    with pytest.raises(EmbeddedMongoError, match=r"(?s)exited during start-up.*cannot open database"):
         EmbeddedMongo(work_dir=tmp_path, executable=fake).start(timeout=10)
 
 

@@ -1,4 +1,5 @@
-"""Run the service on embedded defaults: `python -m app.dev`.
+"""Run the service on embedded defaults: `python -m app.dev` (`python -m app.dev prepare` only
+installs what the embedded model needs, so `scripts/run.sh` shows that before the service starts).
 
 Without `MONGODB_URL`, nx-27017 (a MongoDB wire-protocol server on SQLite) is started on a free
 loopback port with its data under `.data/mongo`, and stopped with the service. `DATA_ROOT`
@@ -6,7 +7,7 @@ defaults to `.data/workspaces`.
 
 Without a reachable Ollama (`OLLAMA_URL` unset, or its `/api/tags` not answering within 1 s) and
 without `LOCAL_LLM_API_BASE`, an embedded model (Qwen2.5-Coder-1.5B-Instruct on llama-cpp-python,
-`app/llm/embedded_model.py`) is installed the first time (a 5-10 minute build and a 1.1 GB
+`app/dev/embedded_model.py`) is installed the first time (a 5-10 minute build and a 1.1 GB
 download, cached in `.cache/llm/`), started on a free loopback port and handed to the service as
 `LOCAL_LLM_API_BASE` / `LOCAL_LLM_MODEL`. `JERVIS_EMBEDDED_LLM=0` turns this off.
 
@@ -22,6 +23,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import uvicorn
@@ -29,14 +31,10 @@ import uvicorn
 from app.agents.aider_install import AiderInstallError, ensure_aider
 from app.agents.local_agents import LocalAgents
 from app.config import Settings
-from app.llm.embedded_model import (
-    DEFAULT_CACHE_DIR,
-    EmbeddedModel,
-    EmbeddedModelError,
-    embedded_llm_decision,
-    prepare,
-)
-from app.persistence.embedded_mongo import EmbeddedMongo
+from app.dev.embedded_model import MODEL_ALIAS, EmbeddedModel, embedded_llm_decision
+from app.dev.embedded_mongo import EmbeddedMongo
+from app.dev.model_cache import DEFAULT_CACHE_DIR, EmbeddedModelError
+from app.dev.model_install import prepare
 
 
 def start_embedded_llm(work_dir: Path) -> EmbeddedModel | None:
@@ -72,7 +70,7 @@ def prepare_local_agents() -> None:
             print(f"aider: not installed ({exc}); code steps will try again", flush=True)
 
 
-def main() -> None:
+def run() -> None:
     # uvicorn re-raises SIGTERM after its graceful shutdown; with the default handler that would
     # kill this process before `finally` stops the embedded servers. Installed first, so a
     # SIGTERM during the first-run build also goes through `finally`.
@@ -104,5 +102,30 @@ def main() -> None:
             llm.stop()
 
 
+def prepare_embedded_llm() -> int:
+    """Install the embedded model and its server now when the launcher will use them."""
+    wanted, why = embedded_llm_decision()
+    if not wanted:
+        return 0
+    print(f"embedded LLM: {why}; preparing {MODEL_ALIAS} (cached in {DEFAULT_CACHE_DIR})", flush=True)
+    try:
+        prepare(Path(sys.prefix))
+    except EmbeddedModelError as exc:
+        print(f"embedded LLM: {exc}\nSet JERVIS_EMBEDDED_LLM=0 to start without an LLM.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    args = list(argv)
+    if args == ["prepare"]:
+        return prepare_embedded_llm()
+    if args:
+        print("usage: python -m app.dev [prepare]", file=sys.stderr)
+        return 2
+    run()
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

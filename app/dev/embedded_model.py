@@ -1,0 +1,153 @@
+"""The embedded local LLM of the dev launcher: llama-cpp-python's OpenAI-compatible server.
+
+Without a reachable Ollama, `python -m app.dev` runs Qwen2.5-Coder-1.5B-Instruct on a free
+loopback port, like the embedded nx-27017. This module is the server process and that choice; the
+weights come from `app/dev/model_download.py` and the server program from
+`app/dev/model_install.py` (`python -m app.dev prepare` runs both, cached under `.cache/llm/`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from app.dev.loopback_server import LaunchedServer, LoopbackServer, Readiness
+from app.dev.model_cache import EmbeddedModelError
+
+#: The model name the server answers to and what litellm is given (`openai/<alias>`).
+MODEL_ALIAS = "qwen2.5-coder-1.5b"
+#: Context window of the server: prompts plus `LLM_MAX_OUTPUT_TOKENS` (4096) must fit.
+DEFAULT_CONTEXT_TOKENS = 16384
+
+_STOP_GRACE_SECONDS = 10.0
+_PROBE_SECONDS = 2.0
+#: Environment the server child keeps. llama_cpp.server reads HOST, PORT, CONFIG_FILE and every
+#: setting (API_KEY, MODEL, N_CTX, ...) from the environment, over its command line; the
+#: service's own PORT=8090 would otherwise move the model onto the service's port.
+_CHILD_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "USER", "LOGNAME")
+#: Loopback and Ollama checks must not go through an HTTP proxy from the environment.
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+_FALSE = {"0", "false", "no", "off"}
+
+
+def default_threads() -> int:
+    """Generation threads: half the cores (llama.cpp's own default).
+
+    Measured on 2 shared cores: 1 thread generates a steady 10-14 tokens/s, 2 threads swing
+    between 2 and 16 tokens/s as soon as anything else (the service, a test run) wants a core.
+    Prompt processing is compute-bound and keeps all cores (`batch_threads`).
+    """
+    return max(1, (os.cpu_count() or 1) // 2)
+
+
+class EmbeddedModel(LaunchedServer):
+    """llama-cpp-python's OpenAI-compatible server for one GGUF on a free 127.0.0.1 port.
+
+    The child gets SIGTERM when the thread that started it dies (PR_SET_PDEATHSIG, as for
+    EmbeddedMongo): start it from the main thread. Requests queue instead of interrupting each
+    other (the server's default cuts a running stream short when a new request arrives).
+    """
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        work_dir: Path,
+        alias: str = MODEL_ALIAS,
+        python: Path | str | None = None,
+        context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+        threads: int | None = None,
+        batch_threads: int | None = None,
+        pick_port: Callable[[], int] | None = None,
+    ) -> None:
+        self.model_path = Path(model_path)
+        self.work_dir = Path(work_dir)
+        self.alias = alias
+        self.python = Path(python) if python is not None else Path(sys.executable)
+        self.context_tokens = context_tokens
+        self.threads = threads or default_threads()
+        self.batch_threads = batch_threads or os.cpu_count() or 1
+        self.log_file = self.work_dir / "llama-server.log"
+        self._server = LoopbackServer(
+            "the model server", self.log_file, ready_what="answer GET /v1/models",
+            stop_seconds=_STOP_GRACE_SECONDS, pick_port=pick_port, poll_seconds=0.2, error=EmbeddedModelError,
+        )
+
+    @property
+    def api_base(self) -> str:
+        """`http://127.0.0.1:<port>/v1`, for litellm's `api_base`."""
+        if self._server.port is None:
+            raise EmbeddedModelError("EmbeddedModel is not started")
+        return f"http://127.0.0.1:{self._server.port}/v1"
+
+    @property
+    def litellm_model(self) -> str:
+        return f"openai/{self.alias}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._server.pid
+
+    def start(self, timeout: float = 120.0) -> str:
+        """Spawn the server and block until `GET /v1/models` lists the alias; return api_base."""
+        if self._server.running():
+            return self.api_base
+        if not self.model_path.is_file():
+            raise EmbeddedModelError(f"model file not found: {self.model_path}")
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        env = {key: os.environ[key] for key in _CHILD_ENV_KEYS if key in os.environ}
+        env["PYTHONUNBUFFERED"] = "1"
+        self._server.start(self.command, self._lists_alias, timeout=timeout, cwd=self.work_dir, env=env)
+        return self.api_base
+
+    def command(self, port: int) -> list[str]:
+        return [
+            str(self.python), "-m", "llama_cpp.server",
+            "--model", str(self.model_path),
+            "--model_alias", self.alias,
+            "--host", "127.0.0.1",
+            "--port", str(port),
+            "--n_ctx", str(self.context_tokens),
+            "--n_threads", str(self.threads),
+            "--n_threads_batch", str(self.batch_threads),
+            "--interrupt_requests", "false",
+        ]
+
+    def _lists_alias(self, port: int, _pid: int) -> Readiness:
+        """READY when `/v1/models` lists our alias; another server's list means FOREIGN."""
+        try:
+            with _NO_PROXY.open(f"http://127.0.0.1:{port}/v1/models", timeout=_PROBE_SECONDS) as response:
+                body = json.loads(response.read())
+        except (OSError, ValueError):
+            return Readiness.NOT_YET
+        data = body.get("data", []) if isinstance(body, dict) else []
+        ids = {entry.get("id") for entry in data if isinstance(entry, dict)}
+        return Readiness.READY if self.alias in ids else Readiness.FOREIGN
+
+
+
+def ollama_reachable(url: str, timeout: float = 1.0) -> bool:
+    """True when `GET <url>/api/tags` answers 200 within `timeout` seconds."""
+    try:
+        with _NO_PROXY.open(url.rstrip("/") + "/api/tags", timeout=timeout) as response:
+            return bool(response.status == 200)
+    except (OSError, ValueError):
+        return False
+
+
+def embedded_llm_decision(environ: Mapping[str, str] = os.environ) -> tuple[bool, str]:
+    """(use the embedded model?, why) for the dev launcher."""
+    if environ.get("JERVIS_EMBEDDED_LLM", "1").strip().lower() in _FALSE:
+        return False, "embedded LLM disabled (JERVIS_EMBEDDED_LLM=0)"
+    if environ.get("LOCAL_LLM_API_BASE"):
+        return False, f"LLM at LOCAL_LLM_API_BASE={environ['LOCAL_LLM_API_BASE']}"
+    url = environ.get("OLLAMA_URL")
+    if not url:
+        return True, "OLLAMA_URL is not set"
+    if ollama_reachable(url):
+        return False, f"Ollama at {url}"
+    return True, f"Ollama at OLLAMA_URL={url} does not answer"

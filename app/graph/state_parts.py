@@ -1,0 +1,205 @@
+"""The shapes of what the graph state holds: the checkpointed (plain dict) form of the request
+and domain models. A checkpoint stores dicts, so nodes read dicts; these types say exactly which
+keys a dict has. Each mirrors a pydantic model's `model_dump()` (tests/unit/graph/test_state.py
+checks that the keys match, so the two cannot drift); nodes validate back into the model where
+they need its behaviour."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+#: A JSON object Kotlin sends as it is (the project's environment description): free-form.
+JsonObject = dict[str, Any]
+
+
+class TaskDict(TypedDict):
+    """`CodingTask`: what the run works on (built from the request; read by every node)."""
+
+    id: str
+    client_id: str
+    project_id: str | None
+    workspace_path: str
+    query: str
+    agent_preference: str
+
+
+#: Rules as the helpers read them: a RulesDict, or a part of one (`state.get("rules", {})`); every
+#: key is read with its ProjectRules default.
+Rules = Mapping[str, Any]
+
+
+class RulesDict(TypedDict):
+    """`ProjectRules` of the request (gates, branches, forbidden files, review, cloud use)."""
+
+    branch_naming: str
+    commit_prefix: str
+    require_review: bool
+    require_tests: bool
+    require_approval_commit: bool
+    require_approval_push: bool
+    allowed_branches: list[str]
+    forbidden_files: list[str]
+    max_changed_files: int
+    auto_push: bool
+    auto_use_anthropic: bool
+    auto_use_openai: bool
+    auto_use_gemini: bool
+
+
+class ChatMessageDict(TypedDict):
+    role: str
+    content: str
+    timestamp: str
+    sequence: int
+
+
+class ChatSummaryDict(TypedDict):
+    sequence_range: str
+    summary: str
+    key_decisions: list[str]
+    topics: list[str]
+    is_checkpoint: bool
+    checkpoint_reason: str | None
+
+
+class ChatHistoryDict(TypedDict):
+    """`ChatHistoryPayload`: the conversation so far (recent messages and compressed blocks)."""
+
+    recent_messages: list[ChatMessageDict]
+    summary_blocks: list[ChatSummaryDict]
+    total_message_count: int
+
+
+class BudgetLimitsDict(TypedDict):
+    """`BudgetLimits`: the run's limits (settings merged with the request's); None = no limit."""
+
+    max_tokens: int | None
+    max_cost_usd: float | None
+    max_seconds: float | None
+
+
+class KbHit(TypedDict):
+    """One Knowledge Base result, shortened."""
+
+    source: str
+    content: str
+
+
+class ClarificationDict(TypedDict):
+    """The questions clarify asked and the user's answer."""
+
+    questions: list[str]
+    answer: str
+
+
+class EvidencePackDict(TypedDict):
+    """`EvidencePack`: what evidence_pack gathered for planning and answering."""
+
+    kb_results: list[dict[str, str]]
+    tracker_artifacts: list[dict[str, str]]
+    chat_history_summary: str
+    external_refs: list[str]
+    facts: list[str]
+    unknowns: list[str]
+
+
+class GoalDict(TypedDict):
+    """`Goal` of the plan."""
+
+    id: str
+    title: str
+    description: str
+    complexity: str
+    dependencies: list[str]
+
+
+class TrackerOperationDict(TypedDict):
+    op: str
+    title: str | None
+    description: str
+    issue_key: str | None
+    status: str | None
+    comment: str | None
+    type: str
+
+
+class StepDict(TypedDict):
+    """`CodingStep` of the current goal."""
+
+    index: int
+    instructions: str
+    step_type: str
+    agent_type: str | None
+    files: list[str]
+    tracker_operations: list[TrackerOperationDict]
+    expects_changes: bool
+    critical: bool
+    revision: int
+
+
+class StepResultDict(TypedDict):
+    """`StepResult`: one attempt of one step."""
+
+    step_index: int
+    goal_index: int
+    success: bool
+    summary: str
+    agent_type: str | None
+    step_type: str
+    changed_files: list[str]
+    attempt: int
+    revision: int
+    findings: str
+    title: str
+    base_tree: str | None
+    completed_operations: list[int]
+
+
+class EvaluationCheckDict(TypedDict):
+    name: str
+    status: str
+    message: str
+
+
+class EvaluationDict(TypedDict):
+    """`Evaluation` of the last attempt."""
+
+    acceptable: bool
+    checks: list[EvaluationCheckDict]
+    feedback: str
+
+
+class RecoveryDict(TypedDict):
+    """`Recovery`: what was decided after a failure."""
+
+    action: str
+    goal_index: int
+    step_index: int
+    attempt: int
+    failure: str
+    analysis: str
+    root_cause: str
+    confidence: float | None
+    hint: str
+    source: str
+    note: str
+
+
+class GoalSummaryDict(TypedDict):
+    """`GoalSummary` of a finished goal."""
+
+    goal_id: str
+    title: str
+    summary: str
+    changed_files: list[str]
+    key_decisions: list[str]
+
+
+class CommitApprovalDict(TypedDict, total=False):
+    """`ApprovalDecision` of a commit gate approved with more work, plus the branch it named."""
+
+    approved: bool
+    modification: str | None
+    reason: str | None
+    branch: str | None

@@ -1,0 +1,72 @@
+"""What a run segment starts from: the graph input of a new run, and the LLM scope (escalation
+policy and budget) every segment (start, resume, adoption) runs under, continued from the last."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from app.clients.kotlin import KotlinClient
+from app.config import Settings
+from app.graph.nodes._common import run_language
+from app.graph.state import OrchestratorInput
+from app.graph.state_parts import BudgetLimitsDict, ChatHistoryDict, RulesDict, TaskDict
+from app.llm.budget import BudgetLimits, BudgetTracker
+from app.llm.scope import LlmScope, current_scope, scope_for
+from app.persistence.runs import RunRecord
+from app.runs.events import EventLog
+from app.runs.lifecycle import RunIdentity, RunProgress
+from app.schemas.domain import CodingTask
+from app.schemas.kotlin import OrchestrateRequest, ProgressPush
+from app.texts import texts
+
+
+def default_limits(settings: Settings) -> BudgetLimits:
+    return BudgetLimits(max_tokens=settings.budget_max_tokens, max_cost_usd=settings.budget_max_cost_usd,
+                        max_seconds=settings.budget_max_seconds)
+
+
+def initial_state(request: OrchestrateRequest, thread_id: str, limits: BudgetLimits | None = None) -> OrchestratorInput:
+    """The graph input of a new run (checkpointed dicts: the shapes of `app/graph/state_parts.py`)."""
+    task = CodingTask(
+        id=request.task_id, client_id=request.client_id, project_id=request.project_id,
+        workspace_path=request.workspace_path, query=request.query, agent_preference=request.agent_preference,
+    )
+    override = BudgetLimits(**request.budget.model_dump()) if request.budget else None
+    state: OrchestratorInput = {
+        "thread_id": thread_id,
+        "task": cast(TaskDict, task.model_dump()),
+        "rules": cast(RulesDict, request.rules.model_dump()),
+        "environment": request.environment,
+        "jervis_project_id": request.jervis_project_id,
+        "client_name": request.client_name,
+        "project_name": request.project_name,
+        "chat_history": cast(ChatHistoryDict, request.chat_history.model_dump()) if request.chat_history else None,
+        "budget_limits": cast(BudgetLimitsDict, (limits or BudgetLimits()).merged(override).model_dump()),
+    }
+    # Each input key is a document the checkpointer writes; a key left out reads as None all the same.
+    return cast(OrchestratorInput, {key: value for key, value in state.items() if value is not None})
+
+
+def segment_scope(*, settings: Settings, kotlin: KotlinClient, identity: RunIdentity, values: Mapping[str, Any],
+                  previous: RunRecord | None, events: EventLog, progress: RunProgress) -> LlmScope:
+    """Escalation policy and budget of this segment, continued from the run's record (`previous`:
+    usage and percent so far, a cloud approval given); budget warnings go to SSE and Kotlin."""
+    language = run_language(values, settings)
+    t = texts(language)
+
+    def warn(dimension: str, fraction: float) -> None:
+        message = t.budget_warning.format(fraction=f"{fraction:.0%}", dimension=dimension)
+        events.publish("budget_warning", {"dimension": dimension, "fraction": round(fraction, 3),
+                                          "message": message})
+        kotlin.push_progress_nowait(ProgressPush(task_id=identity.task_id, client_id=identity.client_id,
+                                                 node=current_scope().node, message=message))
+
+    tracker = BudgetTracker(limits=BudgetLimits(**(values.get("budget_limits") or {})),
+                            warn_fraction=settings.budget_warn_fraction, on_warning=warn, language=language)
+    if previous is not None:
+        tracker.restore(previous.usage)
+        progress.percent = max(progress.percent, previous.percent)
+    task = values.get("task") or {}
+    return scope_for(values.get("rules") or {}, task.get("query", ""), task_id=identity.task_id,
+                     cloud_approved=bool(previous and previous.cloud_approved), budget=tracker)

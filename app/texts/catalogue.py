@@ -1,0 +1,113 @@
+"""The fields of a language's texts: one `str.format` template per thing the user reads.
+
+Every language (`app.texts.cs`, `app.texts.en`) fills every field with the same placeholders
+(tests/unit/test_texts.py holds them to it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Texts:
+    # progress messages (one per node start; {…} filled from the state)
+    node_intake: str
+    node_clarify: str
+    node_evidence_pack: str
+    node_respond: str
+    node_plan: str
+    node_plan_epic: str
+    node_design: str
+    node_approve_plan: str
+    node_select_goal: str
+    node_plan_steps: str
+    node_execute_step: str
+    node_execute_retry: str
+    node_evaluate: str
+    node_reflect: str
+    node_ask_user: str
+    node_replan: str
+    node_advance_step: str
+    node_advance_goal: str
+    node_git_operations: str
+    node_finalize: str
+    budget_warning: str
+    # evaluation findings (fed back to the agent on a retry)
+    check_forbidden: str
+    forbidden_reverted: str
+    forbidden_kept: str
+    check_too_many_files: str
+    check_sentence_file: str
+    check_syntax: str
+    check_lost_definitions: str
+    check_tests_failed: str
+    check_tests_not_run: str
+    check_no_test_command: str
+    check_review_rejected: str
+    check_review_no_verdict: str
+    # recovery
+    recovery_question: str
+    recovery_cause: str
+    recovery_cap_attempts: str
+    recovery_options: str
+    retry_section: str
+    # gates
+    plan_gate: str
+    plan_gate_replanned: str
+    commit_gate: str
+    commit_gate_partial: str
+    push_gate: str
+    plan_rejected: str
+    # report
+    report_done_steps: str
+    report_files: str
+    report_finished_goals: str
+    report_skipped: str
+    report_failed: str
+    report_left: str
+    report_branch: str
+    report_not_committed: str
+    report_warnings: str
+    report_conditions: str
+    report_problem: str
+    report_budget_stop: str
+    report_usage: str
+    git_commit_rejected: str
+    git_push_rejected: str
+    git_committed: str
+    git_pushed: str
+    git_not_a_repo: str
+    git_push_failed: str
+    git_commit_failed: str
+    git_branch_not_allowed: str
+    cancelled: str
+    halt_exhausted: str
+    halt_user_stop: str
+    halt_budget: str
+    halt_llm: str
+    # tracker operations Kotlin answered without doing them (placeholders)
+    tracker_not_created: str
+    tracker_not_updated: str
+    # plan gate: a goal's dependencies after its title
+    plan_gate_after: str
+    # report warnings written by the orchestrator itself
+    warning_classification_fallback: str
+    warning_branch_not_allowed: str
+    warning_no_other_branch: str
+    step_failed: str
+    # run lifecycle (app/runs): ends and suspensions outside the graph
+    run_restarted: str
+    run_suspended: str
+    run_suspended_outage: str
+    cloud_rejected: str
+    # LLM budget and cloud escalation (app/llm)
+    budget_exhausted: str
+    budget_extension_gate: str
+    cloud_escalation_gate: str
+    # transcript correction (app/correction)
+    correction_chunk: str
+    correction_chunk_generating: str
+    correction_done: str
+    correction_no_segments: str
+    correction_instruct_failed: str
+    correction_instruct_summary: str
