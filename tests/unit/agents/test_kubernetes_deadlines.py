@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from app.agents.base import AgentJob
+from app.agents.control import AgentControl, use_control
 from app.agents.job_spec import build_job, job_name
 from app.agents.k8s_client import KubernetesApi, LogStream, load_api_client
 from app.agents.kubernetes import (
@@ -178,3 +179,24 @@ async def test_waiting_for_a_job_watches_it_instead_of_polling_in_a_loop(k8s, ro
     watches = [path for method, path in k8s.requests if "watch=true" in path]
     assert watches and all("resourceVersion=" in path for path in watches)
     assert len(watches) <= 10, f"{len(watches)} watches for a 2 s Job"
+
+
+async def test_a_user_cancel_deletes_the_job_even_when_the_task_is_not_cancelled(
+        k8s, root: Path, tmp_path: Path) -> None:
+    """The run's `AgentControl` says "cancelled" directly: the runner deletes the Job at its next
+    poll even if the task's cancellation has not reached it (the graph runs nodes in tasks of its own)."""
+    configure_cluster(k8s)
+    k8s.configure(image_commands={"*": ["sh", "-c", "echo working; sleep 30"]})
+    job, prepare = step(root, "cancelled", file_block("a.py", "a = 1"))
+    control = AgentControl()
+
+    async def in_run() -> object:
+        use_control(control)  # as the run manager does at the start of the run task
+        return await runner(k8s, root, tmp_path).run(job, prepare=prepare)
+
+    running = asyncio.create_task(in_run())
+    await asyncio.to_thread(wait_until, lambda: k8s.jobs() or None, 10, "the Job")
+    control.cancel()  # and no running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(running, SLACK)
+    assert (job_name(job), "Background") in k8s.deletes
