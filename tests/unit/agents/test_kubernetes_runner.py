@@ -21,34 +21,27 @@ from tests.support import file_block, make_git_repo
 
 
 @pytest.fixture
-def data_root(tmp_path: Path) -> Path:
-    root = tmp_path / "data"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def runner(k8s: Any, data_root: Path, tmp_path: Path) -> KubernetesJobRunner:
+def runner(k8s: Any, root: Path, tmp_path: Path) -> KubernetesJobRunner:
     configure_cluster(k8s)
-    settings = Settings(data_root=data_root, k8s_namespace="jervis", k8s_poll_seconds=0.3,
+    settings = Settings(data_root=root, k8s_namespace="jervis", k8s_poll_seconds=0.3,
                         agent_concurrency={"aider": 1, "openhands": 2, "claude": 2, "junie": 1})
     api = KubernetesApi(load_api_client(str(k8s.kubeconfig(tmp_path / "kubeconfig"))), "jervis")
-    return KubernetesJobRunner(api, WorkspaceManager(data_root), settings)
+    return KubernetesJobRunner(api, WorkspaceManager(root), settings)
 
 
-def step(data_root: Path, name: str, instructions: str, *, step_index: int = 0) -> tuple[AgentJob, Any]:
-    repo = make_git_repo(data_root / name)
+def step(root: Path, name: str, instructions: str, *, step_index: int = 0) -> tuple[AgentJob, Any]:
+    repo = make_git_repo(root / name)
     job = AgentJob(thread_id=f"thread-{name}-00000000", task_id=name, client_id="c1", agent_type="aider",
                    workspace=repo, step_index=step_index, timeout_seconds=60, expect_changes=True)
     brief = StepBrief(agent_type="command", instructions=instructions, task={"id": name})
 
     async def prepare() -> None:
-        WorkspaceManager(data_root).prepare(repo, brief)
+        WorkspaceManager(root).prepare(repo, brief)
     return job, prepare
 
 
-async def test_job_success_reports_the_files_git_saw_changed(runner, data_root: Path, k8s: Any) -> None:
-    job, prepare = step(data_root, "ok", file_block("src/a.py", "a = 1"))
+async def test_job_success_reports_the_files_git_saw_changed(runner, root: Path, k8s: Any) -> None:
+    job, prepare = step(root, "ok", file_block("src/a.py", "a = 1"))
     lines: list[str] = []
     result = await runner.run(job, prepare=prepare, on_log=lines.append)
     assert result.success and result.changed_files == ["src/a.py"] and result.exit_code == 0
@@ -56,14 +49,14 @@ async def test_job_success_reports_the_files_git_saw_changed(runner, data_root: 
     assert k8s.created == [job_name(job)]
 
 
-async def test_agent_failure_is_a_failed_step(runner, data_root: Path) -> None:
-    job, prepare = step(data_root, "bad", "@@FAIL compiler said no")
+async def test_agent_failure_is_a_failed_step(runner, root: Path) -> None:
+    job, prepare = step(root, "bad", "@@FAIL compiler said no")
     result = await runner.run(job, prepare=prepare)
     assert not result.success and "compiler said no" in result.summary
 
 
-async def test_finished_job_is_reused_not_recreated(runner, data_root: Path, k8s: Any) -> None:
-    job, prepare = step(data_root, "again", file_block("b.py", "b = 2"))
+async def test_finished_job_is_reused_not_recreated(runner, root: Path, k8s: Any) -> None:
+    job, prepare = step(root, "again", file_block("b.py", "b = 2"))
     first = await runner.run(job, prepare=prepare)
     prepared: list[bool] = []
 
@@ -75,8 +68,8 @@ async def test_finished_job_is_reused_not_recreated(runner, data_root: Path, k8s
     assert k8s.created == [job_name(job)] and prepared == []
 
 
-async def test_per_agent_limit_holds(runner, data_root: Path, k8s: Any) -> None:
-    jobs = [step(data_root, f"par{i}", "@@SLEEP 1\n" + file_block(f"f{i}.py", "x")) for i in range(3)]
+async def test_per_agent_limit_holds(runner, root: Path, k8s: Any) -> None:
+    jobs = [step(root, f"par{i}", "@@SLEEP 1\n" + file_block(f"f{i}.py", "x")) for i in range(3)]
     peak = 0
     done = threading.Event()
 
@@ -99,20 +92,20 @@ async def test_per_agent_limit_holds(runner, data_root: Path, k8s: Any) -> None:
 
 
 async def test_an_earlier_attempt_still_running_is_retired_before_the_next_attempt_starts(
-        runner, data_root: Path, k8s: Any, tmp_path: Path) -> None:
+        runner, root: Path, k8s: Any, tmp_path: Path) -> None:
     """No two attempts of one step ever write the workspace at once: a stale attempt's Job (its
     runner died before deleting it) is deleted and gone before the next attempt's Job exists."""
-    first, prepare_first = step(data_root, "stale", "@@SLEEP 30")
+    first, prepare_first = step(root, "stale", "@@SLEEP 30")
     await prepare_first()
     api = KubernetesApi(load_api_client(str(k8s.kubeconfig(tmp_path / "kubeconfig-2"))), "jervis")
-    await api.create_job(build_job(Settings(data_root=data_root, k8s_namespace="jervis"), first))
+    await api.create_job(build_job(Settings(data_root=root, k8s_namespace="jervis"), first))
     stale = job_name(first)
     k8s.wait_for_job(stale, "Active")
     second = first.model_copy(update={"attempt": 2})
     brief = StepBrief(agent_type="command", instructions=file_block("fixed.py", "ok = True"), task={"id": "stale"})
 
     async def prepare_second() -> None:
-        WorkspaceManager(data_root).prepare(second.workspace, brief)
+        WorkspaceManager(root).prepare(second.workspace, brief)
 
     result = await runner.run(second, prepare=prepare_second)
 
@@ -126,9 +119,9 @@ async def test_an_earlier_attempt_still_running_is_retired_before_the_next_attem
     assert "-a1-" in stale and "-a2-" in job_name(second)
 
 
-async def test_other_steps_jobs_are_not_retired(runner, data_root: Path, k8s: Any) -> None:
-    job, prepare = step(data_root, "neighbour", file_block("a.py", "a = 1"))
-    other, prepare_other = step(data_root, "neighbour-2", "@@SLEEP 2\n" + file_block("b.py", "b = 2"),
+async def test_other_steps_jobs_are_not_retired(runner, root: Path, k8s: Any) -> None:
+    job, prepare = step(root, "neighbour", file_block("a.py", "a = 1"))
+    other, prepare_other = step(root, "neighbour-2", "@@SLEEP 2\n" + file_block("b.py", "b = 2"),
                                 step_index=1)
     results = await asyncio.gather(runner.run(other, prepare=prepare_other), runner.run(job, prepare=prepare))
     assert all(r.success for r in results) and k8s.deletes == []
