@@ -8,6 +8,13 @@ acknowledged, or rescheduled with exponential backoff and jitter. A task with an
 MongoDB (a failed attempt, a push of an earlier life of this process or of a dead pod) takes the
 poll path until it is empty, so its pushes keep their order.
 
+A delivered progress push is not deleted at once: its task's document is overwritten by the
+next node's push anyway, so the delete waits `ACK_SECONDS` (well inside the lease) and is
+skipped when a newer push of the task came meanwhile; a run's nodes cost one outbox write each,
+and the task's last progress is deleted once, after its status. A crash inside that quarter of a
+second sends the delivered heartbeat again after the restart (at least once: Kotlin's heartbeat
+is refreshed and the node listed once more).
+
 Any answer below 500 acknowledges a push: Kotlin answers 200 before processing and 500 when it
 cannot decode a body, and a 4xx would not improve with a retry (it is logged). Every request
 carries the push's identity as the `Idempotency-Key` header.
@@ -34,6 +41,9 @@ from app.runtime.backoff import capped_delay
 log = logging.getLogger(__name__)
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+#: How long a delivered progress push's document is kept for the next node's push to overwrite
+#: (bookkeeping nodes follow each other within milliseconds); also a crash's window to send it twice.
+ACK_SECONDS = 0.25
 #: Pushes of one task held in memory at most; beyond that the task takes the poll path.
 _MEMORY_PER_TASK = 100
 
@@ -71,6 +81,12 @@ class DeliveryService:
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._polled: set[str] = set()
         """Order keys that have pushes in MongoDB beyond the fast path: they go through the poll."""
+        self._acks: dict[str, tuple[OutboxItem, float]] = {}
+        """Per order key, the delivered progress push whose document is still stored, and when its
+        delete falls due."""
+        self._ack_seconds = min(ACK_SECONDS, store.lease_seconds / 4)
+        self._ack_wake = asyncio.Event()
+        self._acker: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._stopping = False
@@ -84,19 +100,21 @@ class DeliveryService:
 
     async def start(self) -> None:
         """Poll at once (pushes left by an earlier life or a dead pod), then on every wake-up and
-        at least every `poll_seconds`."""
+        at least every `poll_seconds`; delete delivered heartbeats as their delay passes."""
         if self._loop is None:
             self._stopping = False
             self._loop = asyncio.create_task(self._poll_forever(), name="outbox-delivery")
+            self._acker = asyncio.create_task(self._ack_forever(), name="outbox-acks")
 
     async def stop(self, drain_seconds: float = 5.0) -> None:
         """Let the pushes being sent finish (bounded), then stop; the rest stays in MongoDB with its
         lease freed, for the next start or another pod."""
         self._stopping = True
-        if self._loop is not None:
-            self._loop.cancel()
-            await asyncio.gather(self._loop, return_exceptions=True)
-            self._loop = None
+        for task in (self._loop, self._acker):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._loop = self._acker = None
         workers = list(self._workers.values())
         if workers:
             _, unfinished = await asyncio.wait(workers, timeout=drain_seconds)
@@ -105,6 +123,7 @@ class DeliveryService:
             await asyncio.gather(*workers, return_exceptions=True)
         self._queues.clear()
         try:
+            await self._settle_acks(everything=True)
             await self._store.release_leases()
             left = (await self._store.stats()).depth
         except PyMongoError as exc:
@@ -152,6 +171,7 @@ class DeliveryService:
         next_due = await self._round()
         while self._workers:
             await asyncio.gather(*list(self._workers.values()), return_exceptions=True)
+        await self._settle_acks(everything=True)
         return next_due
 
     async def flush(self, timeout: float) -> None:
@@ -186,6 +206,8 @@ class DeliveryService:
         heads: dict[str, OutboxItem] = {}
         waiting: dict[str, int] = {}
         for item in items:
+            if self._is_acked(item):
+                continue  # delivered by this pod, its delete not yet due: nothing to send
             heads.setdefault(item.order_key, item)
             waiting[item.order_key] = waiting.get(item.order_key, 0) + 1
         # Before any await: a push stored from now on for these tasks must queue behind MongoDB's.
@@ -232,7 +254,12 @@ class DeliveryService:
             problem = await self._post(item)
             if problem is None:
                 self._metrics.push_delivered(item.path)
-                await self._settle(self._store.delivered, item)
+                if item.kind == "progress":
+                    self._acks[item.order_key] = (item, self._clock() + self._ack_seconds)
+                    self._ack_wake.set()
+                else:
+                    await self._settle(self._store.delivered, item)
+                    await self._settle_acks(item.order_key)  # the task's progress before it
                 return True
             attempts = item.attempts + 1
             delay = self.backoff(attempts)
@@ -260,6 +287,42 @@ class DeliveryService:
             log.warning("Kotlin refused push %s to %s with HTTP %s: not retried", item.key, item.path,
                         response.status_code)
         return None
+
+    # --- delivered progress -------------------------------------------------------------------
+
+    def _is_acked(self, item: OutboxItem) -> bool:
+        acked = self._acks.get(item.order_key)
+        return acked is not None and acked[0].id == item.id and acked[0].seq == item.seq
+
+    def _next_ack(self) -> float | None:
+        return min((due for _, due in self._acks.values()), default=None)
+
+    async def _ack_forever(self) -> None:
+        """Delete delivered heartbeats as their delay passes (woken by each new one)."""
+        while True:
+            self._ack_wake.clear()
+            try:
+                await self._settle_acks()
+            except Exception:  # _settle logs MongoDB's refusals; anything else must not end the loop
+                log.exception("settling delivered progress pushes failed")
+            due = self._next_ack()
+            timeout = None if due is None else max(0.01, due - self._clock())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ack_wake.wait(), timeout)
+
+    async def _settle_acks(self, key: str | None = None, *, everything: bool = False) -> None:
+        """Delete the documents of delivered progress pushes: the one of `key`, every one whose
+        delete is due, or (`everything`) all. A task's worker may have replaced an entry meanwhile;
+        the delete names its `seq`, so a newer push's document is never removed."""
+        now = self._clock()
+        for order_key, (item, due) in list(self._acks.items()):
+            if not (order_key == key or everything or (key is None and due <= now)):
+                continue
+            current = self._acks.get(order_key)
+            if current is None or current[0] is not item:
+                continue  # settled or replaced by a newer push while an earlier delete was awaited
+            del self._acks[order_key]
+            await self._settle(self._store.delivered, item)
 
     async def _settle(self, settle: Callable[[OutboxItem], Awaitable[None]], item: OutboxItem) -> None:
         try:

@@ -88,6 +88,11 @@ class KotlinClient:
         await self._outbox.put(self._item(status_identity(push, segment), f"task:{push.task_id}", "status",
                                           STATUS_PATH, push.wire()))
 
+    async def stored_statuses(self, pushes: list[tuple[StatusPush, str]]) -> set[str]:
+        """The thread ids of these (push, segment) pairs whose status is already in the outbox."""
+        identities = {status_identity(push, segment): push.thread_id for push, segment in pushes}
+        return {identities[found] for found in await self._outbox.stored(list(identities))}
+
     async def push_correction_progress(self, push: CorrectionProgressPush) -> None:
         """Transcript-correction heartbeat (§3.3), the latest per meeting."""
         await self._outbox.put(self._correction(push))

@@ -106,6 +106,10 @@ class OutboxWriter:
             log.warning("outbox write of %s takes over %.1f s; the push waits in memory", entry.item.key,
                         self._write_timeout)
 
+    async def stored(self, item_ids: list[str]) -> set[str]:
+        """Which of these push identities MongoDB holds (stored by any pod, at any time)."""
+        return await self._store.existing(item_ids)
+
     def put_nowait(self, item: OutboxItem) -> None:
         """Queue the push for the writer (for synchronous callbacks); stored within milliseconds."""
         self._enqueue(item)

@@ -80,6 +80,10 @@ class OutboxStore:
     def pod_id(self) -> str:
         return self._pod_id
 
+    @property
+    def lease_seconds(self) -> float:
+        return self._lease_seconds
+
     async def setup(self) -> None:
         """Pending pushes in production order (the delivery scan), a task's pushes, and the TTL of
         tombstones."""
@@ -168,6 +172,13 @@ class OutboxStore:
             {"state": PENDING, "lease_owner": self._pod_id}, {"$set": {"lease_owner": None, "lease_until": 0.0}}
         )
         return result.modified_count
+
+    async def existing(self, item_ids: list[str]) -> set[str]:
+        """Which of these identities are stored (pending, delivered or expired)."""
+        if not item_ids:
+            return set()
+        cursor = self._collection.find({"_id": {"$in": item_ids}}, {"_id": 1})
+        return {str(doc["_id"]) async for doc in cursor}
 
     async def get(self, item_id: str) -> Document | None:
         return await self._collection.find_one({"_id": item_id})

@@ -43,8 +43,8 @@ class RunRecord(BaseModel):
     interrupt_id: str | None = None
     """The LangGraph interrupt an `interrupted` run waits on: part of its status push's identity."""
     announced: bool = True
-    """False from the moment an outcome is recorded until its status push is stored in the outbox:
-    recovery re-announces an ended run a crash left unannounced (records without it were announced)."""
+    """False from the moment an outcome is recorded until recovery's sweep has seen its status push in the
+    outbox (marked then) or, a crash having lost it, pushed it again (records without it were announced)."""
     fence: str | None = None
     """Fencing token of the lock lease under which the run's pod (`pod_id`) runs it; its outcome write is
     conditional on it, so a pod that lost the run to another cannot overwrite it."""
@@ -174,6 +174,11 @@ class RunStore:
         cursor = self._collection.find({"announced": False, "updated_at": {"$lt": updated_before},
                                         "status": {"$in": ["done", "error", "interrupted"]}})
         return [_record(doc) async for doc in cursor]
+
+    async def mark_announced(self, thread_ids: list[str]) -> None:
+        """Their status pushes are in the outbox: recovery need not announce them."""
+        if thread_ids:
+            await self._collection.update_many({"_id": {"$in": thread_ids}}, {"$set": {"announced": True}})
 
     async def recent(self, limit: int) -> list[RunRecord]:
         """The `limit` most recently updated runs, newest first (ties: the later thread id first,

@@ -85,8 +85,9 @@ class RunEnding:
                 # `run.outcome`): the next task is dispatched at once and must not meet a 429.
                 await slot.release()
                 run.outcome = outcome
+                # The record stays `announced: false`: recovery's sweep finds the status in the
+                # outbox and marks it, off the run's path (one write per sweep, not per run).
                 await self._announce(run.identity, outcome, events)
-                await self.mark_announced(run.identity.thread_id)
             else:
                 log.error("run %s: this pod lost its lease (taken over, or no heartbeat within the deadline); "
                           "its %s outcome is left unrecorded and unannounced for the run's next owner",
@@ -140,25 +141,22 @@ class RunEnding:
         )
         return slot.holds() if written is None else written
 
-    async def mark_announced(self, thread_id: str) -> None:
-        """The status push is in the outbox: recovery need not repeat it (if this write is lost it
-        does, and the outbox identity makes the repeat harmless)."""
-        try:
-            await self._runs.update(thread_id, announced=True)
-        except Exception:
-            log.warning("could not mark %s announced; recovery will announce it again", thread_id, exc_info=True)
+    async def unannounced(self, records: list[RunRecord]) -> list[RunRecord]:
+        """Of these ended runs not marked announced, the ones whose status push is not in the
+        outbox (a crash came between the outcome write and the push); the others are marked."""
+        stored = await self._kotlin.stored_statuses([(_status_of(r), r.interrupt_id or "") for r in records])
+        await self._runs.mark_announced(sorted(stored))
+        return [record for record in records if record.thread_id not in stored]
 
     async def reannounce(self, record: RunRecord) -> None:
         """Push the status of an ended run whose announcement a crash lost, from its record."""
         log.warning("announcing the %s outcome of %s, lost by a crash before its status push", record.status,
                     record.thread_id)
-        await self._kotlin.push_status(StatusPush(
-            task_id=record.task_id, client_id=record.client_id, thread_id=record.thread_id, status=record.status,
-            summary=record.summary if record.status == "done" else None, error=record.error,
-            interrupt_action=record.interrupt_action, interrupt_description=record.interrupt_description,
-            branch=record.branch, artifacts=record.artifacts,
-        ), segment=record.interrupt_id or "")
-        await self.mark_announced(record.thread_id)
+        await self._kotlin.push_status(_status_of(record), segment=record.interrupt_id or "")
+        try:
+            await self._runs.mark_announced([record.thread_id])
+        except Exception:  # the next sweep finds the push in the outbox and marks it then
+            log.warning("could not mark %s announced", record.thread_id, exc_info=True)
 
     async def _announce(self, identity: RunIdentity, outcome: RunOutcome, events: EventLog) -> None:
         await self._kotlin.push_status(StatusPush(
@@ -173,3 +171,13 @@ class RunEnding:
             "summary": outcome.summary, "error": outcome.error, "report": outcome.report, "branch": outcome.branch,
             "artifacts": outcome.artifacts, "interrupt": outcome.interrupt, "percent": outcome.percent,
         })
+
+
+def _status_of(record: RunRecord) -> StatusPush:
+    """The status push of an ended run, rebuilt from its record."""
+    return StatusPush(
+        task_id=record.task_id, client_id=record.client_id, thread_id=record.thread_id, status=record.status,
+        summary=record.summary if record.status == "done" else None, error=record.error,
+        interrupt_action=record.interrupt_action, interrupt_description=record.interrupt_description,
+        branch=record.branch, artifacts=record.artifacts,
+    )

@@ -171,7 +171,6 @@ class RunManager:
         self._metrics.orchestration_ended("cancelled" if by_user else "error")
         await self._kotlin.push_status(StatusPush(task_id=record.task_id, client_id=record.client_id,
                                                   thread_id=thread_id, status="error", error=error))
-        await self._ending.mark_announced(thread_id)
         self._events.log(thread_id).publish("error", {"error": error})
 
     async def wait(self, run: ActiveRun) -> RunOutcome:
@@ -205,6 +204,9 @@ class RunManager:
 
     def runs_here(self, thread_id: str) -> bool:
         return thread_id in self._active
+
+    async def unannounced(self, records: list[RunRecord]) -> list[RunRecord]:
+        return await self._ending.unannounced(records)
 
     async def reannounce(self, record: RunRecord) -> None:
         await self._ending.reannounce(record)

@@ -1,7 +1,8 @@
 """Crash recovery: runs left `running` by a pod that is gone are continued from their checkpoint.
 
-It also announces ended runs whose status push a crash lost (the outcome is recorded first, then
-pushed; a kill between the two leaves the record `announced: false`).
+It also announces ended runs whose status push a crash lost (the outcome is recorded first with
+`announced: false`, then pushed; each round marks the ended runs whose push is in the outbox and
+announces the others).
 
 An owned service: `start()` frees the lock slots an earlier life of this pod left behind and
 adopts at once (a restarted pod with a stable id takes its own runs back without waiting for
@@ -30,6 +31,10 @@ class Adopter(Protocol):
 
     async def adopt(self, record: RunRecord, slot: Slot) -> bool:
         """Continue a claimed run under `slot` (which it then owns); False when it could not."""
+        ...
+
+    async def unannounced(self, records: list[RunRecord]) -> list[RunRecord]:
+        """Of these ended runs, those whose status push is not in the outbox; marks the others."""
         ...
 
     async def reannounce(self, record: RunRecord) -> None:
@@ -107,10 +112,11 @@ class RecoveryService:
         """Announce every ended run a crash left unannounced for longer than the grace (a pod
         announcing right now is not overtaken); the thread ids announced. Any pod may do it: the
         status push's outbox identity makes a repeat from two pods one delivery."""
+        ended = [record for record in
+                 await self._runs.list_unannounced(updated_before=self._clock() - self._announce_grace)
+                 if not self._adopter.runs_here(record.thread_id)]
         announced = []
-        for record in await self._runs.list_unannounced(updated_before=self._clock() - self._announce_grace):
-            if self._adopter.runs_here(record.thread_id):
-                continue
+        for record in await self._adopter.unannounced(ended) if ended else []:
             await self._adopter.reannounce(record)
             announced.append(record.thread_id)
         return announced

@@ -129,6 +129,14 @@ def nodes_of(kotlin: Any, task_id: str) -> list[str]:
     return [p["node"] for p in kotlin.progress if p["taskId"] == task_id]
 
 
+def wait_for_heartbeat_settled(mongo_url: str, service: ServiceProcess, task_id: str) -> None:
+    """The task's delivered progress push no longer stored (its deferred delete done)."""
+    with MongoClient(mongo_url) as mongo:
+        outbox = mongo[service.env["MONGODB_DATABASE"]]["orchestrator_outbox"]
+        wait_until(lambda: outbox.find_one({"_id": f"progress:{task_id}"}) is None,
+                   what=f"the delete of progress:{task_id}")
+
+
 def wait_for_usage(mongo_url: str, service: ServiceProcess, thread_id: str) -> dict[str, Any]:
     """The usage on a run's record, once it has some."""
     with MongoClient(mongo_url) as mongo:
@@ -151,6 +159,9 @@ def test_crashed_pod_restarting_with_its_default_identity_adopts_at_once(service
         thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
     wait_for_slow_respond(llm)
     before = wait_for_usage(mongo_server.url, pod, thread_id)  # written when intake ended
+    # Killed after respond's delivered heartbeat was settled (its delete waits 0.25 s; a kill
+    # inside that window sends it once more after the restart, by design).
+    wait_for_heartbeat_settled(mongo_server.url, pod, body["task_id"])
     pod.kill()
 
     restarted = service_factory(env=pod.env).start()  # its old slot still looks alive for 300 s

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from app.clients.delivery import DeliveryService
+from app.clients.delivery import ACK_SECONDS, DeliveryService
 from app.clients.kotlin import PROGRESS_PATH, STATUS_PATH
 from app.persistence.outbox import COLLECTION_NAME, OutboxItem, OutboxStore
 from app.schemas.kotlin import ProgressPush, StatusPush
@@ -179,3 +179,76 @@ async def test_start_replays_what_a_dead_pod_left(http: httpx.AsyncClient, kotli
         await until(lambda: len(kotlin.statuses) == 2)
 
     assert [s["threadId"] for s in kotlin.statuses] == ["thread-left", "thread-b"]
+
+
+class CountingStore(OutboxStore):
+    """The real store, recording the deletes of delivered progress (what a node's push costs)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settled: list[str] = []
+
+    async def delivered(self, item: OutboxItem) -> None:
+        if item.kind == "progress":
+            self.settled.append(f"{item.id}@{item.seq}")
+        await super().delivered(item)
+
+
+async def test_a_task_s_progress_costs_one_write_per_node_and_one_delete_after_its_status(
+        http: httpx.AsyncClient, kotlin: FakeKotlinServer, mongo_db: Any) -> None:
+    """Each node's heartbeat overwrites the task's document: nothing is deleted between nodes, and
+    the task's status removes the last heartbeat at once (no delivered push outlives the run)."""
+    async with push_rig(http, kotlin.url, mongo_db, store_class=CountingStore) as rig:
+        store = rig.store
+        assert isinstance(store, CountingStore)
+        for node in ("intake", "evidence_pack", "respond"):
+            await rig.client.push_progress(progress(node))
+            await until(lambda n=node: [p for p in kotlin.progress if p["node"] == n])
+        doc = await store.get("progress:a")
+        assert doc is not None and doc["body"]["node"] == "respond"  # delivered, its delete not due yet
+        assert store.settled == []
+
+        await rig.client.push_status(status("done"))
+        await until(lambda: store.settled)
+        assert await store.get("progress:a") is None
+        assert len(store.settled) == 1 and store.settled[0].startswith("progress:a@")
+        assert (await store.stats()).depth == 0
+    assert [p["node"] for p in kotlin.progress] == ["intake", "evidence_pack", "respond"]
+    assert [s["status"] for s in kotlin.statuses] == ["done"]
+
+
+async def test_a_delivered_heartbeat_is_deleted_once_its_delay_passed(
+        http: httpx.AsyncClient, kotlin: FakeKotlinServer, mongo_db: Any) -> None:
+    """A long step's last heartbeat does not stay pending until its lease runs out (another pod
+    would send it again): the background poll deletes it after a short delay."""
+    clock = FakeClock(time.time())
+    async with push_rig(http, kotlin.url, mongo_db, clock=clock, poll=True, poll_seconds=0.05) as rig:
+        await rig.client.push_progress(progress("execute_step"))
+        await until(lambda: kotlin.progress)
+        await asyncio.sleep(0.3)  # several poll rounds, the delay not passed on the test's clock
+        assert await rig.store.get("progress:a") is not None
+        clock.now += ACK_SECONDS + 0.01
+        await until_stored_gone(rig, "progress:a")
+    assert len(kotlin.progress) == 1
+
+
+async def until_stored_gone(rig: PushRig, doc_id: str, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while await rig.store.get(doc_id) is not None:
+        assert time.monotonic() < deadline, f"{doc_id} still stored"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_poll_round_does_not_resend_a_delivered_heartbeat_or_slow_its_task(
+        http: httpx.AsyncClient, kotlin: FakeKotlinServer, mongo_db: Any) -> None:
+    """A round that meets the stored document of a heartbeat this pod delivered leaves it alone, and
+    the task's next push still goes out at once, not on the next poll."""
+    clock = FakeClock(time.time())  # the delete's delay never passes
+    async with push_rig(http, kotlin.url, mongo_db, clock=clock, poll=True, poll_seconds=0.05) as rig:
+        await rig.client.push_progress(progress("intake"))
+        await until(lambda: kotlin.progress)
+        await asyncio.sleep(0.2)  # several poll rounds
+        assert await rig.store.get("progress:a") is not None
+        await rig.client.push_progress(progress("respond"))
+        await until(lambda: len(kotlin.progress) == 2)
+    assert [p["node"] for p in kotlin.progress] == ["intake", "respond"]

@@ -1,7 +1,7 @@
-"""A run's end is two writes: the outcome on its record (fenced), then the status push into the
-outbox. A crash between them used to lose the status; now the record says `announced: false`
-until the push is stored, and recovery announces what a crash left unannounced. Real nx-27017,
-real outbox and delivery, the fake Kotlin server."""
+"""A run's end is two writes: the outcome on its record (fenced, `announced: false`), then the status
+push into the outbox. A crash between them used to lose the status; now recovery's sweep marks the
+ended runs whose push is in the outbox and announces the others. Real nx-27017, real outbox and
+delivery, the fake Kotlin server."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from app.runs.admission import Admission
 from app.runs.ending import RunEnding
 from app.runs.lifecycle import RunDriver
 from app.runs.recovery import RecoveryService
+from app.schemas.kotlin import StatusPush
 from tests.fixtures.kotlin_server import FakeKotlinServer
 from tests.fixtures.outbox import PushRig, push_rig
 from tests.support import FakeClock
@@ -41,6 +42,9 @@ class Announcer:
 
     async def adopt(self, record: Any, slot: Any) -> bool:
         raise AssertionError("no running run to adopt in these tests")
+
+    async def unannounced(self, records: list[Any]) -> list[Any]:
+        return await self.ending.unannounced(records)
 
     async def reannounce(self, record: Any) -> None:
         await self.ending.reannounce(record)
@@ -102,3 +106,26 @@ async def test_an_interrupted_run_is_announced_with_its_interrupt_identity(
 
     assert [(s["status"], s["interruptAction"]) for s in kotlin.statuses] == [("interrupted", "commit")]
     assert kotlin.accepted_keys(STATUS_PATH) == [f"status:{THREAD}:interrupted:int-7"]
+
+
+async def test_a_run_whose_status_is_in_the_outbox_is_marked_not_announced_again(
+        http: httpx.AsyncClient, kotlin: FakeKotlinServer, mongo_db: Any, tmp_path: Any) -> None:
+    """A normal end leaves the record `announced: false` (no write on the run's path); the sweep
+    finds the push in the outbox, marks the record and pushes nothing."""
+    clock = FakeClock(time.time() + 60)
+    runs = RunStore(mongo_db[runs_module.COLLECTION_NAME])
+    await runs.setup()
+    await _ended_unannounced(runs, status="done", summary="Hotovo.")
+    async with push_rig(http, kotlin.url, mongo_db) as rig:
+        record = await runs.get(THREAD)
+        assert record is not None
+        await rig.client.push_status(StatusPush(task_id="T-1", client_id="C-1", thread_id=THREAD, status="done",
+                                                summary="Hotovo."))
+        await rig.flush()
+        recovery = _recovery(rig, runs, mongo_db, tmp_path, clock=clock)
+        assert await recovery.announce_lost() == []
+        await rig.flush()
+
+    assert [s["status"] for s in kotlin.statuses] == ["done"]  # the run's own push only
+    record = await runs.get(THREAD)
+    assert record is not None and record.announced is True
