@@ -88,8 +88,9 @@ class BudgetTracker:
         """Before a call: refuse once any limit is used up."""
         over = [name for name, fraction in self.fractions().items() if fraction >= 1.0]
         if over:
-            raise BudgetExceededError(texts(self.language).budget_exhausted.format(
-                dimensions=", ".join(over), usage=self.describe()))
+            t = texts(self.language)
+            raise BudgetExceededError(t.budget_exhausted.format(
+                dimensions=", ".join(t.dimension(name) for name in over), usage=self.describe()))
 
     def record(self, node: str, tier: str, usage: Usage) -> None:
         self.by_key.setdefault(f"{node}/{tier}", Usage()).add(usage)
@@ -110,8 +111,10 @@ class BudgetTracker:
         self.warned.clear()
 
     def describe(self) -> str:
+        """Tokens, cost and time so far, in the run's language."""
         total = self.total()
-        return f"{total.tokens} tokens, ${total.cost_usd:.4f}, {self.elapsed():.0f} s"
+        return texts(self.language).usage_figures.format(tokens=total.tokens, cost=f"{total.cost_usd:.4f}",
+                                                         seconds=f"{self.elapsed():.0f}")
 
     def snapshot(self) -> dict[str, Any]:
         total = self.total()

@@ -56,7 +56,7 @@ def segment_scope(*, settings: Settings, kotlin: KotlinClient, identity: RunIden
     t = texts(language)
 
     def warn(dimension: str, fraction: float) -> None:
-        message = t.budget_warning.format(fraction=f"{fraction:.0%}", dimension=dimension)
+        message = t.budget_warning.format(fraction=f"{fraction:.0%}", dimension=t.dimension(dimension))
         events.publish("budget_warning", {"dimension": dimension, "fraction": round(fraction, 3),
                                           "message": message})
         kotlin.push_progress_nowait(ProgressPush(task_id=identity.task_id, client_id=identity.client_id,

@@ -32,6 +32,11 @@ class Texts:
     node_git_operations: str
     node_finalize: str
     budget_warning: str
+    # a budget's dimensions and figures (warnings, the exhausted error, the report's usage line)
+    dimension_tokens: str
+    dimension_cost: str
+    dimension_time: str
+    usage_figures: str
     # evaluation findings (fed back to the agent on a retry)
     check_forbidden: str
     forbidden_reverted: str
@@ -111,3 +116,7 @@ class Texts:
     correction_no_segments: str
     correction_instruct_failed: str
     correction_instruct_summary: str
+
+    def dimension(self, name: str) -> str:
+        """The name of a budget dimension (`tokens`, `cost`, `time`) in this language."""
+        return str(getattr(self, f"dimension_{name}", name))

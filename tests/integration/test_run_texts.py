@@ -31,12 +31,14 @@ SAID = {
            "cloud_rejected": "The local model failed and using a cloud model was refused",
            "suspended": "Orchestration suspended (service restart); it will resume from its last checkpoint",
            "restarted": "The orchestration was interrupted by a service restart — start the task again",
-           "budget": "Orchestration budget exhausted (tokens)", "budget_warning": "Budget: "},
+           "budget": "Orchestration budget exhausted (tokens)", "budget_warning": "Budget: ",
+           "usage": " tokens, $", "dimension": "(tokens)"},
     "cs": {"cancelled": "Orchestrace zrušena uživatelem",
            "cloud_rejected": "Lokální model selhal a použití cloudového modelu bylo zamítnuto",
            "suspended": "Orchestrace pozastavena (restart služby); bude obnovena z posledního checkpointu",
            "restarted": "Orchestrace přerušena restartem služby — spusťte úlohu znovu",
-           "budget": "Rozpočet orchestrace vyčerpán (tokens)", "budget_warning": "Rozpočet: "},
+           "budget": "Rozpočet orchestrace vyčerpán (tokeny)", "budget_warning": "Rozpočet: ",
+           "usage": " tokenů, ", "dimension": "(tokeny)"},
 }
 LANGUAGES = [pytest.param(ENGLISH, "en", id="en"), pytest.param(CZECH, "cs", id="cs")]
 
@@ -171,4 +173,6 @@ async def test_a_spent_budget_is_said_in_the_runs_language(pod, llm, kotlin, que
                                         and "%" in (p["message"] or "")), None), "the budget warning")
 
     assert SAID[language]["budget"] in error
+    assert SAID[language]["usage"] in error  # the figures too, not only the frame
     assert warning.startswith(SAID[language]["budget_warning"])
+    assert SAID[language]["dimension"] in warning
