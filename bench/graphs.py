@@ -12,7 +12,7 @@ from langgraph.graph import END, START, StateGraph
 
 def chain(saver: BaseCheckpointSaver[Any], state: type, names: list[str], make_node: Callable[[str], Any]) -> Any:
     """START → names[0] → … → names[-1] → END, each node made by `make_node(name)`, compiled on `saver`."""
-    graph = StateGraph(state)
+    graph: StateGraph[Any, Any, Any, Any] = StateGraph(state)
     for name in names:
         graph.add_node(name, make_node(name))
     graph.add_edge(START, names[0])

@@ -23,9 +23,9 @@ from app.config import Settings
 from app.dev.embedded_model import EmbeddedModel
 from app.dev.model_cache import DEFAULT_CACHE_DIR
 from app.dev.model_download import cached_model
-from app.graph import intent
 from app.graph.classification import RULE, classify
 from app.llm.provider import LitellmProvider
+from app.texts.language import detect_language
 
 REQUESTS = (
     "Add a subtract(a, b) function to calc.py",
@@ -41,7 +41,7 @@ async def measure(settings: Settings, requests: tuple[str, ...]) -> None:
     llm = LitellmProvider(settings)
     print(f"{'request':<82} {'lang':<4} {'category/action':<20} {'refs':<6} {'decided by':<14} seconds")
     for query in requests:
-        language = intent.detect_language(query, default="cs")
+        language = detect_language(query, default="cs")
         started = time.monotonic()
         result, warnings = await classify(llm, query=query, context="Client: demo; project: calc",
                                           recent="", clarification=None, language=language, workspace=True)

@@ -42,6 +42,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import httpx
 from langgraph.checkpoint.mongodb import MongoDBSaver
 from pymongo import MongoClient
+from pymongo.collection import Collection
 
 from app.config import Settings
 from app.dev.embedded_mongo import EmbeddedMongo
@@ -218,10 +219,10 @@ def largest_checkpoint(service: ServiceProcess, kotlin: FakeKotlinServer, llm: S
         status = found[-1]["status"] if found else ""
         time.sleep(0.1)
     llm.reset()
+    mongo: MongoClient[dict[str, Any]]
     with MongoClient(mongo_url) as mongo:
-        docs = mongo[service.env["CHECKPOINT_DATABASE"]]["checkpoints"].find(
-            {"thread_id": thread_id}, {"checkpoint": 1})
-        sizes = [len(doc["checkpoint"]) for doc in docs]
+        checkpoints: Collection[dict[str, Any]] = mongo[service.env["CHECKPOINT_DATABASE"]]["checkpoints"]
+        sizes = [len(doc["checkpoint"]) for doc in checkpoints.find({"thread_id": thread_id}, {"checkpoint": 1})]
     return max(sizes, default=0), len(sizes), status or "timeout"
 
 
@@ -237,10 +238,10 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="jervis-bench-"))
     load = os.getloadavg()[0]
     with EmbeddedMongo(data_dir=work / "mongo", work_dir=work) as mongo:
-        servers = [ScriptedLlmServer(), FakeKotlinServer(), FakeKbServer()]
+        llm, kotlin, kb = ScriptedLlmServer(), FakeKotlinServer(), FakeKbServer()
+        servers = (llm, kotlin, kb)
         for server in servers:
             server.start()
-        llm, kotlin, kb = servers
         data_root = work / "data"
         data_root.mkdir()
         raw = RawChain(mongo.url)

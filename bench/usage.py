@@ -14,11 +14,13 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import httpx
 from pymongo import MongoClient
+from pymongo.collection import Collection
 
 from app.dev.embedded_mongo import EmbeddedMongo
 from tests.fixtures.kb_server import FakeKbServer
@@ -28,10 +30,10 @@ from tests.fixtures.service import ServiceProcess, service_env
 from tests.support import approval, code_task_script, kotlin_rules, make_git_repo, node_marker, orchestrate_body
 
 
-def run_once(service: ServiceProcess, kotlin: FakeKotlinServer, workspace: str, rules: dict) -> str:
+def run_once(service: ServiceProcess, kotlin: FakeKotlinServer, workspace: str, rules: dict[str, Any]) -> str:
     with httpx.Client(base_url=service.url, timeout=30) as client:
         body = orchestrate_body(workspace_path=workspace, rules=rules)
-        thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
+        thread_id: str = client.post("/orchestrate/stream", json=body).json()["thread_id"]
         kotlin.wait_for_status(thread_id=thread_id, status="interrupted", timeout=60)
         client.post(f"/approve/{thread_id}", json=approval(True, "ano"))
         kotlin.wait_for_status(thread_id=thread_id, status="done", timeout=60)
@@ -50,7 +52,7 @@ def main() -> None:
                           data_root=work / "data", anthropic_api_key="bench", anthropic_api_base=llm.url,
                           llm_breaker_failures=100)  # every call tries local first, as on a healthy day
         service = ServiceProcess(env=env, log_path=work / "service.log").start()
-        runs = MongoClient(mongo.url)[env["MONGODB_DATABASE"]]["orchestrator_runs"]
+        runs: Collection[dict[str, Any]] = MongoClient(mongo.url)[env["MONGODB_DATABASE"]]["orchestrator_runs"]
         try:
             for label, local_fails in (("local tier", False), ("escalated to cloud_reasoning", True)):
                 script = code_task_script()
@@ -61,7 +63,7 @@ def main() -> None:
                 rel = f"clients/c1/{label.split()[0]}"
                 make_git_repo(work / "data" / rel)
                 thread_id = run_once(service, kotlin, rel, kotlin_rules(auto_use_anthropic=local_fails))
-                usage = runs.find_one({"_id": thread_id})["usage"]
+                usage = (runs.find_one({"_id": thread_id}) or {})["usage"]
                 print(f"== {label}: {usage['tokens']} tokens ({usage['prompt_tokens']} prompt + "
                       f"{usage['completion_tokens']} completion), ${usage['cost_usd']:.6f}, "
                       f"{usage['llm_calls']} LLM calls, {usage['seconds']:.2f} s of run time")

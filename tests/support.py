@@ -38,7 +38,8 @@ def free_port() -> int:
     """A loopback port nobody listens on (for servers to start, or to be refused)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def new_task_id() -> str:
