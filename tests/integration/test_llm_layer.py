@@ -120,7 +120,7 @@ def test_budget_warns_then_stops_the_run_with_a_clear_error(service: Any, llm, k
             events = "".join(response.iter_text())
         status = client.get(f"/status/{thread_id}").json()
 
-    assert "Rozpočet orchestrace vyčerpán (tokens)" in error["error"]
+    assert "Rozpočet orchestrace vyčerpán (tokeny): " in error["error"] and " tokenů, " in error["error"]
     assert "event: budget_warning" in events
     assert any("Rozpočet" in p["message"] for p in kotlin.progress if p["taskId"] == body["task_id"])
     assert [r.matched for r in llm.requests] == ["intake"]  # stopped before the second call
