@@ -144,7 +144,7 @@ class RunEnding:
     async def unannounced(self, records: list[RunRecord]) -> list[RunRecord]:
         """Of these ended runs not marked announced, the ones whose status push is not in the
         outbox (a crash came between the outcome write and the push); the others are marked."""
-        stored = await self._kotlin.stored_statuses([(_status_of(r), r.interrupt_id or "") for r in records])
+        stored = await self._kotlin.stored_statuses([(_status_push(r, r), r.interrupt_id or "") for r in records])
         await self._runs.mark_announced(sorted(stored))
         return [record for record in records if record.thread_id not in stored]
 
@@ -152,20 +152,14 @@ class RunEnding:
         """Push the status of an ended run whose announcement a crash lost, from its record."""
         log.warning("announcing the %s outcome of %s, lost by a crash before its status push", record.status,
                     record.thread_id)
-        await self._kotlin.push_status(_status_of(record), segment=record.interrupt_id or "")
+        await self._kotlin.push_status(_status_push(record, record), segment=record.interrupt_id or "")
         try:
             await self._runs.mark_announced([record.thread_id])
         except Exception:  # the next sweep finds the push in the outbox and marks it then
             log.warning("could not mark %s announced", record.thread_id, exc_info=True)
 
     async def _announce(self, identity: RunIdentity, outcome: RunOutcome, events: EventLog) -> None:
-        await self._kotlin.push_status(StatusPush(
-            task_id=identity.task_id, client_id=identity.client_id, thread_id=identity.thread_id,
-            status=outcome.status, summary=outcome.summary if outcome.status == "done" else None,
-            error=outcome.error, interrupt_action=outcome.interrupt_action,
-            interrupt_description=outcome.interrupt_description, branch=outcome.branch,
-            artifacts=outcome.artifacts,
-        ), segment=outcome.interrupt_id or "")
+        await self._kotlin.push_status(_status_push(identity, outcome), segment=outcome.interrupt_id or "")
         event_type = {"interrupted": "approval_required"}.get(outcome.status, outcome.status)
         events.publish(event_type, {
             "summary": outcome.summary, "error": outcome.error, "report": outcome.report, "branch": outcome.branch,
@@ -173,11 +167,12 @@ class RunEnding:
         })
 
 
-def _status_of(record: RunRecord) -> StatusPush:
-    """The status push of an ended run, rebuilt from its record."""
+def _status_push(identity: RunIdentity | RunRecord, ended: RunOutcome | RunRecord) -> StatusPush:
+    """What Kotlin hears of an ended run, from its outcome or (recovery) its record; a summary
+    only with `done`."""
     return StatusPush(
-        task_id=record.task_id, client_id=record.client_id, thread_id=record.thread_id, status=record.status,
-        summary=record.summary if record.status == "done" else None, error=record.error,
-        interrupt_action=record.interrupt_action, interrupt_description=record.interrupt_description,
-        branch=record.branch, artifacts=record.artifacts,
+        task_id=identity.task_id, client_id=identity.client_id, thread_id=identity.thread_id, status=ended.status,
+        summary=ended.summary if ended.status == "done" else None, error=ended.error,
+        interrupt_action=ended.interrupt_action, interrupt_description=ended.interrupt_description,
+        branch=ended.branch, artifacts=ended.artifacts,
     )
