@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypedDict, get_args, get_origin, get_type_hints
 
 from app.graph.state_parts import (
-    BudgetLimitsDict,
     ChatHistoryDict,
     ClarificationDict,
     CommitApprovalDict,
@@ -49,25 +48,18 @@ def merge_results(left: list[StepResultDict] | None, right: list[StepResultDict]
 class OrchestratorInput(TypedDict, total=False):
     """What a run starts from: built from the Kotlin request by the run manager, read-only after."""
 
-    thread_id: str
-    """The LangGraph thread (`thread-{task_id}-{hex}`); pushes and the SSE stream are keyed by it."""
     task: TaskDict
-    """The task worked on; every node reads it (query, workspace, agent preference)."""
+    """The task worked on; every node reads it (query, workspace, agent preference, names shown in
+    prompts, the language and budget decided at dispatch). The thread id is the config's
+    (`current_thread_id`)."""
     rules: RulesDict
     """Project rules: gates (git_operations), forbidden files and limits (evaluate), cloud use (manager)."""
     environment: JsonObject | None
     """The project's environment as Kotlin sent it; agents get it rendered (execute_step)."""
     jervis_project_id: str | None
     """Kotlin's project id for tracker operations (execute_step's tracker steps)."""
-    client_name: str | None
-    """Shown in prompts (identity) next to the project name."""
-    project_name: str | None
-    """Shown in prompts (identity)."""
     chat_history: ChatHistoryDict | None
     """The conversation so far: intake classifies with it, respond and plans read it (`app/graph/chat.py`)."""
-    budget_limits: BudgetLimitsDict | None
-    """Token / USD / time limits of this run (settings merged with the request's); the run manager
-    builds the budget tracker from it on every segment."""
 
 
 class FailureRecord(TypedDict):
@@ -104,9 +96,6 @@ class OrchestratorState(OrchestratorInput, total=False):
     """Everything a run knows between nodes. Keys with an `Annotated` reducer accumulate; every
     other key is replaced by the node that returns it."""
 
-    language: str
-    """The run's response language (intake: the request's language unless configured); every
-    prompt and user-facing text follows it (`run_language`)."""
     # intake
     task_category: str | None
     """`TaskCategory` (intake writes; routing, approve_plan and replan read)."""

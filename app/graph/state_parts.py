@@ -7,14 +7,15 @@ they need its behaviour."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 #: A JSON object Kotlin sends as it is (the project's environment description): free-form.
 JsonObject = dict[str, Any]
 
 
 class TaskDict(TypedDict):
-    """`CodingTask`: what the run works on (built from the request; read by every node)."""
+    """`CodingTask`: what the run works on (built from the request; read by every node). One
+    checkpoint channel for the request's read-only facts: each channel is a document per write."""
 
     id: str
     client_id: str
@@ -22,6 +23,15 @@ class TaskDict(TypedDict):
     workspace_path: str
     query: str
     agent_preference: str
+    client_name: NotRequired[str | None]
+    """Shown in prompts (identity) next to the project name."""
+    project_name: NotRequired[str | None]
+    """Shown in prompts (identity)."""
+    language: NotRequired[str | None]
+    """The run's response language, decided at dispatch (`run_language` reads it)."""
+    budget_limits: NotRequired[BudgetLimitsDict | None]
+    """Token / USD / time limits of this run (settings merged with the request's); the run manager
+    builds the budget tracker from it on every segment."""
 
 
 #: Rules as the helpers read them: a RulesDict, or a part of one (`state.get("rules", {})`); every

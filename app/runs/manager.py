@@ -106,7 +106,8 @@ class RunManager:
         thread_id = new_thread_id(request.task_id)
         slot = await self._admission.admit(thread_id)
         run = ActiveRun(RunIdentity(thread_id, request.task_id, request.client_id))
-        state = initial_state(request, thread_id, default_limits(self._settings))
+        state = initial_state(request, response_language=self._settings.response_language,
+                              limits=default_limits(self._settings))
         record = RunRecord(thread_id=thread_id, task_id=request.task_id, client_id=request.client_id,
                            status="running", pod_id=self._admission.pod_id, fence=slot.token,
                            language=run_language(state, self._settings), created_at=time.time(),

@@ -10,7 +10,7 @@ from app.clients.kotlin import KotlinClient
 from app.config import Settings
 from app.graph.nodes._common import run_language
 from app.graph.state import OrchestratorInput
-from app.graph.state_parts import BudgetLimitsDict, ChatHistoryDict, RulesDict, TaskDict
+from app.graph.state_parts import ChatHistoryDict, RulesDict, TaskDict
 from app.llm.budget import BudgetLimits, BudgetTracker
 from app.llm.scope import LlmScope, current_scope, scope_for
 from app.persistence.runs import RunRecord
@@ -19,6 +19,7 @@ from app.runs.lifecycle import RunIdentity, RunProgress
 from app.schemas.domain import CodingTask
 from app.schemas.kotlin import OrchestrateRequest, ProgressPush
 from app.texts import texts
+from app.texts.language import choose_language
 
 
 def default_limits(settings: Settings) -> BudgetLimits:
@@ -26,25 +27,29 @@ def default_limits(settings: Settings) -> BudgetLimits:
                         max_seconds=settings.budget_max_seconds)
 
 
-def initial_state(request: OrchestrateRequest, thread_id: str, limits: BudgetLimits | None = None) -> OrchestratorInput:
-    """The graph input of a new run (checkpointed dicts: the shapes of `app/graph/state_parts.py`)."""
+def initial_state(request: OrchestrateRequest, *, response_language: str | None = None,
+                  limits: BudgetLimits | None = None) -> OrchestratorInput:
+    """The graph input of a new run (checkpointed dicts: the shapes of `app/graph/state_parts.py`).
+
+    Each input key is a document the checkpointer writes (one per key, on every run), so the
+    request's read-only facts travel in `task` (names, the language and limits decided here) and
+    a key left out reads as None all the same. Without `response_language` (a graph driven
+    directly) the language is left to `run_language` and the run context's settings."""
+    override = BudgetLimits(**request.budget.model_dump()) if request.budget else None
     task = CodingTask(
         id=request.task_id, client_id=request.client_id, project_id=request.project_id,
         workspace_path=request.workspace_path, query=request.query, agent_preference=request.agent_preference,
+        client_name=request.client_name, project_name=request.project_name,
+        language=choose_language(response_language, request.query) if response_language else None,
+        budget_limits=(limits or BudgetLimits()).merged(override).model_dump(),
     )
-    override = BudgetLimits(**request.budget.model_dump()) if request.budget else None
     state: OrchestratorInput = {
-        "thread_id": thread_id,
         "task": cast(TaskDict, task.model_dump()),
         "rules": cast(RulesDict, request.rules.model_dump()),
         "environment": request.environment,
         "jervis_project_id": request.jervis_project_id,
-        "client_name": request.client_name,
-        "project_name": request.project_name,
         "chat_history": cast(ChatHistoryDict, request.chat_history.model_dump()) if request.chat_history else None,
-        "budget_limits": cast(BudgetLimitsDict, (limits or BudgetLimits()).merged(override).model_dump()),
     }
-    # Each input key is a document the checkpointer writes; a key left out reads as None all the same.
     return cast(OrchestratorInput, {key: value for key, value in state.items() if value is not None})
 
 
@@ -62,11 +67,11 @@ def segment_scope(*, settings: Settings, kotlin: KotlinClient, identity: RunIden
         kotlin.push_progress_nowait(ProgressPush(task_id=identity.task_id, client_id=identity.client_id,
                                                  node=current_scope().node, message=message))
 
-    tracker = BudgetTracker(limits=BudgetLimits(**(values.get("budget_limits") or {})),
+    task = values.get("task") or {}
+    tracker = BudgetTracker(limits=BudgetLimits(**(task.get("budget_limits") or {})),
                             warn_fraction=settings.budget_warn_fraction, on_warning=warn, language=language)
     if previous is not None:
         tracker.restore(previous.usage)
         progress.percent = max(progress.percent, previous.percent)
-    task = values.get("task") or {}
     return scope_for(values.get("rules") or {}, task.get("query", ""), task_id=identity.task_id,
                      cloud_approved=bool(previous and previous.cloud_approved), budget=tracker)

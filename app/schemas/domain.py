@@ -74,6 +74,12 @@ class CodingTask(BaseModel):
     workspace_path: str
     query: str
     agent_preference: str = "auto"
+    client_name: str | None = None
+    project_name: str | None = None
+    language: str | None = None
+    """The response language, decided at dispatch (configured, or the request's own)."""
+    budget_limits: dict[str, float | None] | None = None
+    """`BudgetLimits` of the run: the settings' merged with the request's."""
 
 
 class Classification(_Lenient):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langgraph.config import get_stream_writer
+from langgraph.config import get_config, get_stream_writer
 from langgraph.runtime import Runtime
 
 from app.agents.workspace import render_environment
@@ -33,13 +33,24 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
+def current_thread_id() -> str:
+    """The run's LangGraph thread, from the config the graph runs under: not a state key (a key
+    is one more checkpoint write per run). Empty outside a graph (a node called directly)."""
+    try:
+        return str(get_config()["configurable"]["thread_id"])
+    except (RuntimeError, KeyError):
+        return ""
+
+
 def run_language(state: Mapping[str, Any], settings: Settings) -> str:
-    """The run's language: what intake decided, the configured one, or (`auto`, before intake
-    ran) the request's own. `state` is the graph's, or what the run manager knows of it."""
-    if state.get("language"):
-        return str(state["language"])
-    task = state.get("task")
-    return choose_language(settings.response_language, str(task.get("query", "") if task else ""))
+    """The run's language: decided at dispatch (`task.language`: the configured one, or with
+    `auto` the request's own), else what the caller knows (`language`), else decided now the same
+    way. `state` is the graph's, or what the run manager knows of it."""
+    task = state.get("task") or {}
+    decided = task.get("language") or state.get("language")
+    if decided:
+        return str(decided)
+    return choose_language(settings.response_language, str(task.get("query", "")))
 
 
 def emit(event: dict[str, Any]) -> None:
@@ -52,8 +63,9 @@ def emit(event: dict[str, Any]) -> None:
 
 
 def identity(state: OrchestratorState) -> str:
-    client = state.get("client_name") or task_of(state).get("client_id")
-    project = state.get("project_name") or task_of(state).get("project_id") or "-"
+    task = task_of(state)
+    client = task.get("client_name") or task["client_id"]
+    project = task.get("project_name") or task.get("project_id") or "-"
     return f"Client: {client}; project: {project}"
 
 
@@ -125,8 +137,8 @@ def task_brief(state: OrchestratorState, goal_index: int, step_index: int) -> di
     """`.jervis/task.json`: who and what, for the agent and for humans reading the volume."""
     task = task_of(state)
     return {"id": task["id"], "client_id": task["client_id"], "project_id": task.get("project_id"),
-            "thread_id": state.get("thread_id"), "goal_index": goal_index, "step_index": step_index,
-            "client_name": state.get("client_name"), "project_name": state.get("project_name"),
+            "thread_id": current_thread_id(), "goal_index": goal_index, "step_index": step_index,
+            "client_name": task.get("client_name"), "project_name": task.get("project_name"),
             "query": task["query"]}
 
 

@@ -16,7 +16,16 @@ from typing import Any
 
 from app.agents.test_command import resolve_test_command
 from app.graph import integrity, step_changes, verification
-from app.graph.nodes._common import NodeRuntime, clip, current_goal, current_step, emit, run_language, task_of
+from app.graph.nodes._common import (
+    NodeRuntime,
+    clip,
+    current_goal,
+    current_step,
+    current_thread_id,
+    emit,
+    run_language,
+    task_of,
+)
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import Rules, StepResultDict, TaskDict
 from app.schemas.domain import CheckStatus, CodingStep, Evaluation, EvaluationCheck, ReviewVerdict, StepType
@@ -142,7 +151,7 @@ async def _tests(state: OrchestratorState, runtime: NodeRuntime, step: CodingSte
         return EvaluationCheck(name="tests", status=CheckStatus.WARNING, message=t.check_no_test_command)
     emit({"type": "tests_start", "command": command.label()})
     run = await verification.run_tests(
-        ctx, command=command, workspace=workspace, step=step, thread_id=state.get("thread_id", ""),
+        ctx, command=command, workspace=workspace, step=step, thread_id=current_thread_id(),
         task=task_of(state), goal_index=state.get("current_goal_index", 0), attempt=state.get("attempt", 1),
         on_log=lambda line: emit({"type": "agent_log", "agent": "tests", "line": line}))
     if run.outcome == "passed":

@@ -17,6 +17,7 @@ from app.graph.nodes._common import (
     clip,
     current_goal,
     current_step,
+    current_thread_id,
     emit,
     kb_env,
     run_language,
@@ -122,7 +123,7 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
         kb_env=kb_env(ctx.settings, task),
     )
     job = AgentJob(
-        thread_id=state.get("thread_id", ""), task_id=task["id"], client_id=task["client_id"],
+        thread_id=current_thread_id(), task_id=task["id"], client_id=task["client_id"],
         project_id=task.get("project_id"), goal_index=goal_index, step_index=step.index, agent_type=agent,
         workspace=workspace, timeout_seconds=ctx.settings.agent_timeouts.get(agent, 1800),
         expect_changes=step.expects_changes, attempt=attempt, revision=step.revision,

@@ -29,6 +29,7 @@ from app.graph.nodes._common import (
     NodeRuntime,
     clip,
     current_goal,
+    current_thread_id,
     emit,
     kb_env,
     number_steps,
@@ -85,7 +86,7 @@ async def run_git(state: OrchestratorState, runtime: NodeRuntime, workspace: Pat
     brief = StepBrief(agent_type=agent, instructions=f"Git {action}: see .jervis/git.json",
                       task=task_brief(state, 0, 0), title=f"git {action}", kb_env=kb_env(ctx.settings, task),
                       git_plan={"action": action, **plan})
-    job = AgentJob(thread_id=state.get("thread_id", ""), task_id=task["id"], client_id=task["client_id"],
+    job = AgentJob(thread_id=current_thread_id(), task_id=task["id"], client_id=task["client_id"],
                    project_id=task.get("project_id"), agent_type=agent, workspace=workspace, mode=action,
                    timeout_seconds=GIT_TIMEOUT_SECONDS)
 
@@ -156,7 +157,7 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
     title = (goals[0].get("title") if goals else None) or task["query"][:72]
     committed = await run_git(state, runtime, workspace, "commit", {
         "branch": branch, "message": commit_message(rules, task["id"], title), "files": files,
-        "trailer": f"Jervis-Thread: {state.get('thread_id', task['id'])}",
+        "trailer": f"Jervis-Thread: {current_thread_id() or task['id']}",
     })
     if not committed.success:
         return updates | {"artifacts": files, "git_outcome": "commit_failed",

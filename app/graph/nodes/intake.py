@@ -8,7 +8,7 @@ from typing import Any
 from app.agents.workspace import WorkspaceError, render_environment
 from app.graph import chat
 from app.graph.classification import classify
-from app.graph.nodes._common import NodeRuntime, clarification_text, identity, run_language, task_of
+from app.graph.nodes._common import NodeRuntime, clarification_text, current_thread_id, identity, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.kb.prefetch import fetch_project_context
 from app.llm.scope import cloud_request
@@ -27,10 +27,10 @@ async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
     ctx = runtime.context
     task = task_of(state)
     language = run_language(state, ctx.settings)
-    updates: dict[str, Any] = {"language": language}
+    updates: dict[str, Any] = {}
     project_context = state.get("project_context")
     if project_context is None:  # second round (after a clarification) reuses the first fetch
-        started = ctx.kb_prefetch.take(str(state.get("thread_id")))  # by the run driver, at dispatch
+        started = ctx.kb_prefetch.take(current_thread_id())  # by the run driver, at dispatch
         kb = await started if started is not None else await fetch_project_context(
             ctx.kb, query=task["query"], client_id=task["client_id"], project_id=task.get("project_id")
         )

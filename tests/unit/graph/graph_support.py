@@ -13,7 +13,7 @@ from tests.support import orchestrate_body
 def start(query: str, **overrides: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     request = OrchestrateRequest.model_validate(orchestrate_body(query=query, **overrides))
     thread_id = f"thread-{request.task_id}-0000abcd"
-    return initial_state(request, thread_id), {"configurable": {"thread_id": thread_id}, "recursion_limit": 150}
+    return initial_state(request), {"configurable": {"thread_id": thread_id}, "recursion_limit": 150}
 
 
 def matched(llm: Any) -> list[str | None]:

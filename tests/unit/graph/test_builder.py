@@ -158,7 +158,7 @@ async def test_code_run_commits_the_agents_files_once_when_commit_is_approved(gr
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == f"task/{task_id}"
     assert git(repo, "rev-list", "--count", "HEAD").strip() == "2"
     assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == ["app/health.py"]
-    assert f"Jervis-Thread: {state['thread_id']}" in git(repo, "log", "-1", "--format=%B")
+    assert f"Jervis-Thread: {config['configurable']['thread_id']}" in git(repo, "log", "-1", "--format=%B")
     assert final["commit_sha"] == git(repo, "rev-parse", "HEAD").strip()
 
 

@@ -96,7 +96,8 @@ async def test_model_saying_advice_for_an_english_code_request_is_overruled_and_
 
     result = await graph.ainvoke(state, config, context=ctx)
 
-    assert (result["task_category"], result["task_action"], result["language"]) == ("single_task", "code", "en")
+    assert (result["task_category"], result["task_action"]) == ("single_task", "code")
+    assert run_language(result, ctx.settings) == "en"
     description = result["__interrupt__"][0].value["description"]
     assert description == f"Commit 1 changed files to branch 'task/{state['task']['id']}'"
     intake_prompt = next(r for r in llm.requests if r.matched == "intake")
@@ -178,11 +179,13 @@ async def test_budget_spent_at_the_final_report_keeps_a_finished_run_done(ctx: R
     ("state", "configured", "expected"),
     [({"task": {"query": "Add a subtract(a, b) function to calc.py"}}, "auto", "en"),
      ({"task": {"query": "Přidej funkci subtract"}}, "auto", "cs"),
+     ({"task": {"query": "Add a subtract function", "language": "cs"}}, "auto", "cs"),
      ({"task": {"query": "Add a subtract function"}, "language": "cs"}, "auto", "cs"),
      ({"task": {"query": "Add a subtract function"}}, "de", "de")],
-    ids=["english-request-before-intake", "czech-request-before-intake", "intake-decided", "configured"],
+    ids=["english-request-undecided", "czech-request-undecided", "decided-at-dispatch", "known-to-the-caller",
+         "configured"],
 )
-def test_run_language_is_the_requests_own_until_intake_decides(state: dict[str, Any], configured: str,
+def test_run_language_is_the_requests_own_unless_decided(state: dict[str, Any], configured: str,
                                                                  expected: str) -> None:
     # The first progress push (intake's) is already in the user's language.
     assert run_language(state, Settings(response_language=configured)) == expected

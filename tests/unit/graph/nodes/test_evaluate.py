@@ -108,7 +108,7 @@ def forbidden_state(
     workspace_path: str, *, changed: list[str], base: str | None, success: bool = True,
 ) -> dict[str, Any]:
     state, _ = start("Přidej endpoint /health", workspace_path=workspace_path)
-    return state | {"language": "en", "step_results": [{
+    return state | {"task": state["task"] | {"language": "en"}, "step_results": [{
         "step_index": 0, "goal_index": 0, "success": success, "summary": "done", "step_type": "code",
         "changed_files": changed, "base_tree": base, "attempt": 1}]}
 
