@@ -68,7 +68,9 @@ def segment_scope(*, settings: Settings, kotlin: KotlinClient, identity: RunIden
                                                  node=current_scope().node, message=message))
 
     task = values.get("task") or {}
-    tracker = BudgetTracker(limits=BudgetLimits(**(task.get("budget_limits") or {})),
+    # A run started before the limits moved into `task` continues under the configured ones.
+    limits = task.get("budget_limits")
+    tracker = BudgetTracker(limits=BudgetLimits(**limits) if limits is not None else default_limits(settings),
                             warn_fraction=settings.budget_warn_fraction, on_warning=warn, language=language)
     if previous is not None:
         tracker.restore(previous.usage)
