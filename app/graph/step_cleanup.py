@@ -7,7 +7,10 @@ after the user's approval. Such a step costs a full agent run (about 90 s with t
 which cannot run anything) and, told to commit, contradicts the rules. A step is dropped only when
 every sentence of it is such a duty (conditionals like "if it works…" / "otherwise…" aside) and a
 code step that changes files remains, so a plan is never emptied and an inspect step that reads or
-analyses something is kept.
+analyses something is kept. Steps for a person at a keyboard go the same way ("Open a terminal or
+command prompt. Navigate to the directory where calc.py is located. Run python calc.py."): the
+agent works in the workspace already and such a step changes nothing, so the verifier rightly
+refuses every attempt at it and the run ends in error after the real edit was done.
 
 A small model also turns each line of a recipe into a step ("1. Open calc.py", "2. Add a function
 multiply", "3. Return a * b"): four agent runs of a minute or more for one edit, each of which sees
@@ -29,24 +32,53 @@ _DUTY_START = re.compile(
     r"|otestuj|spusť|ověř|zkontroluj|commitni|pushni|ulož|proveď\s+commit)\b",
     re.IGNORECASE,
 )
+#: Operating the machine: opening a terminal, changing directory.
+_SHELL_START = re.compile(
+    r"^(?:then\s+|first\s+|next\s+|nejdřív\s+|potom\s+)?"
+    r"(?:(?:open|launch|start)\s+(?:a|the|your)\s+(?:new\s+)?"
+    r"(?:terminal|command\s+prompt|command\s+line|shell|console|python\s+(?:interpreter|shell))"
+    r"|navigate\s+to\s+(?:the\s+|your\s+)?(?:project\s+|repository\s+)?(?:directory|folder|root)"
+    r"|(?:go|change)\s+(?:to|into)\s+(?:the\s+|your\s+)?(?:project\s+|repository\s+)?(?:directory|folder)"
+    r"|cd\s|otevři\s+(?:terminál|příkazovou\s+řádku|konzoli)|přejdi\s+do\s+(?:adresáře|složky))",
+    re.IGNORECASE,
+)
+#: A sentence that names a change to make is work, however it starts.
+_WORK_WORD = re.compile(
+    r"\b(?:fix|add|implement|change|modify|update|write|create|remove|delete|rename|refactor|replace|edit"
+    r"|oprav|přidej|změň|uprav|napiš|vytvoř|odstraň|smaž|přejmenuj)\w*",
+    re.IGNORECASE,
+)
 _DUTY_WORD = re.compile(r"\b(?:tests?|testing|verify|commit|push|git|otestuj|ověř|testy)\b", re.IGNORECASE)
 #: A step this short is one line of a recipe, not a self-contained task.
 SHORT_STEP_CHARS = 300
 _CONDITIONAL = re.compile(r"^(?:if|otherwise|else|when|pokud|jinak|když)\b", re.IGNORECASE)
 
 
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+
+
 def sentences(instructions: str) -> list[str]:
-    parts = (_NUMBERING.sub("", part).strip() for part in _SENTENCE.split(instructions))
+    """The instructions' sentences, numbering dropped; inline code (`...`) is one word, not split at its `;`."""
+    parts = (_NUMBERING.sub("", part).strip() for part in _SENTENCE.split(_INLINE_CODE.sub("`code`", instructions)))
     return [part for part in parts if part]
 
 
+def operates_the_machine(sentence: str) -> bool:
+    """Opens a terminal or changes directory, and names no change to make."""
+    return bool(_SHELL_START.match(sentence)) and not _WORK_WORD.search(sentence)
+
+
 def is_orchestrator_duty(step: CodingStep) -> bool:
-    """Every sentence tests, verifies, saves, commits or pushes (conditionals aside), and one names it."""
+    """Every sentence tests, verifies, saves, commits or pushes, or operates the machine
+    (conditionals aside), and one names a duty or operates the machine."""
     if step.step_type != StepType.CODE:
         return False
     said = [s for s in sentences(step.instructions) if not _CONDITIONAL.match(s)]
-    return bool(said) and all(_DUTY_START.match(s) for s in said) and \
-        any(_DUTY_WORD.search(s) for s in said)
+    if not said:
+        return False
+    rest = [s for s in said if not operates_the_machine(s)]
+    return all(_DUTY_START.match(s) for s in rest) and \
+        (len(rest) < len(said) or any(_DUTY_WORD.search(s) for s in rest))
 
 
 def without_orchestrator_duties(steps: list[CodingStep]) -> list[CodingStep]:

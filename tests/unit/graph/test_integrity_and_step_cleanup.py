@@ -78,12 +78,22 @@ TEST_AND_COMMIT = step(
     "testing process.")
 
 
+#: What the embedded model planned as a second step after adding mul() (a run on embedded defaults):
+#: the agent changed nothing four times, the verifier refused it each time and the run ended in error.
+AT_THE_KEYBOARD = step(
+    "7. Open a terminal or command prompt. 8. Navigate to the directory where calc.py is located. "
+    "9. Run `python -c \"from calc import mul; print(mul(2, 3))\"` to check that it prints 6.")
+
+
 @pytest.mark.parametrize("instructions", [
     TEST_AND_COMMIT.instructions,
     "Run the tests.",
     "Commit and push the changes.",
     "Otestuj funkci subtract. Pokud funguje, commitni změny.",
     "Finally verify that the tests pass.",
+    AT_THE_KEYBOARD.instructions,
+    "Navigate to the project directory.",
+    "Otevři terminál. Přejdi do adresáře s calc.py. Spusť python calc.py.",
 ])
 def test_steps_that_only_test_or_commit_are_the_orchestrators(instructions: str) -> None:
     assert is_orchestrator_duty(step(instructions))
@@ -95,6 +105,9 @@ def test_steps_that_only_test_or_commit_are_the_orchestrators(instructions: str)
     "Fix the commit message parser in git_log.py.",   # about commits, not committing
     "Run the linter and fix what it reports.",        # 'fix' is work
     "Save the file.",                                 # names no duty
+    "Open a terminal and fix the failing import in calc.py.",  # names a change to make
+    "Navigate to the directory src/ and add mul() to calc.py.",
+    "Open the terminal module terminal.py and add a resize handler.",
 ])
 def test_steps_that_do_work_are_kept(instructions: str) -> None:
     assert not is_orchestrator_duty(step(instructions))
@@ -102,6 +115,8 @@ def test_steps_that_do_work_are_kept(instructions: str) -> None:
 
 def test_duties_are_dropped_only_while_a_changing_step_remains() -> None:
     assert without_orchestrator_duties([EDIT, TEST_AND_COMMIT]) == [EDIT]
+    assert without_orchestrator_duties([EDIT, AT_THE_KEYBOARD]) == [EDIT]
+    assert without_orchestrator_duties([AT_THE_KEYBOARD]) == [AT_THE_KEYBOARD]
     assert without_orchestrator_duties([TEST_AND_COMMIT]) == [TEST_AND_COMMIT]  # never an empty plan
     inspect = step("Run the tests and report which fail.", expects_changes=False)
     assert without_orchestrator_duties([inspect, TEST_AND_COMMIT]) == [inspect, TEST_AND_COMMIT]
