@@ -42,6 +42,8 @@ _SHELL_START = re.compile(
     r"|cd\s|otevři\s+(?:terminál|příkazovou\s+řádku|konzoli)|přejdi\s+do\s+(?:adresáře|složky))",
     re.IGNORECASE,
 )
+#: A line that is a command to type (lower-case, as typed: "Python 3.12 added..." is prose).
+_COMMAND = re.compile(r"^(?:\$\s*)?(?:python3?|pip3?|pytest|git|npm|npx|node|bash|sh|cd)\s|^\./")
 #: A sentence that names a change to make is work, however it starts.
 _WORK_WORD = re.compile(
     r"\b(?:fix|add|implement|change|modify|update|write|create|remove|delete|rename|refactor|replace|edit"
@@ -64,8 +66,8 @@ def sentences(instructions: str) -> list[str]:
 
 
 def operates_the_machine(sentence: str) -> bool:
-    """Opens a terminal or changes directory, and names no change to make."""
-    return bool(_SHELL_START.match(sentence)) and not _WORK_WORD.search(sentence)
+    """A command to type, or opening a terminal or changing directory without naming a change to make."""
+    return bool(_COMMAND.match(sentence)) or (bool(_SHELL_START.match(sentence)) and not _WORK_WORD.search(sentence))
 
 
 def is_orchestrator_duty(step: CodingStep) -> bool:

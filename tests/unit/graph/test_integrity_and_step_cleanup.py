@@ -78,11 +78,19 @@ TEST_AND_COMMIT = step(
     "testing process.")
 
 
-#: What the embedded model planned as a second step after adding mul() (a run on embedded defaults):
-#: the agent changed nothing four times, the verifier refused it each time and the run ended in error.
+#: What the embedded model planned as the second step of "add mul(a, b) to calc.py" (twice, on
+#: embedded defaults): the agent changed nothing, the verifier refused every attempt, the run ended
+#: in error after the real edit.
 AT_THE_KEYBOARD = step(
-    "7. Open a terminal or command prompt. 8. Navigate to the directory where calc.py is located. "
-    "9. Run `python -c \"from calc import mul; print(mul(2, 3))\"` to check that it prints 6.")
+    "7. Open a terminal or command prompt.\n"
+    "8. Navigate to the directory where calc.py is located.\n"
+    "9. Run the following command to test the mul function:\n"
+    "   python -m unittest discover\n"
+    "10. If the tests pass, commit the changes to the repository using the following commands:\n"
+    "    git add calc.py\n"
+    "    git commit -m 'Implement mul function in calc.py'\n"
+    "11. Push the changes to the remote repository using the following command:\n"
+    "    git push origin main")
 
 
 @pytest.mark.parametrize("instructions", [
@@ -94,6 +102,7 @@ AT_THE_KEYBOARD = step(
     AT_THE_KEYBOARD.instructions,
     "Navigate to the project directory.",
     "Otevři terminál. Přejdi do adresáře s calc.py. Spusť python calc.py.",
+    "Open a terminal or command prompt. Run `python -c \"from calc import mul; print(mul(2, 3))\"` to check it.",
 ])
 def test_steps_that_only_test_or_commit_are_the_orchestrators(instructions: str) -> None:
     assert is_orchestrator_duty(step(instructions))
@@ -108,6 +117,8 @@ def test_steps_that_only_test_or_commit_are_the_orchestrators(instructions: str)
     "Open a terminal and fix the failing import in calc.py.",  # names a change to make
     "Navigate to the directory src/ and add mul() to calc.py.",
     "Open the terminal module terminal.py and add a resize handler.",
+    "Make the function return a * b.",
+    "Python 3.12 added a new syntax; update parse.py to accept it.",
 ])
 def test_steps_that_do_work_are_kept(instructions: str) -> None:
     assert not is_orchestrator_duty(step(instructions))
