@@ -20,9 +20,12 @@ order; detailed steps (a large model's) and steps on different files stay apart.
 
 from __future__ import annotations
 
+import logging
 import re
 
 from app.schemas.domain import CodingStep, StepType
+
+log = logging.getLogger(__name__)
 
 _NUMBERING = re.compile(r"^\s*(?:[-*•]|\d+[.)]|step\s+\d+[:.]?)\s*", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -113,4 +116,8 @@ def _edits(step: CodingStep) -> bool:
 
 def cleaned_steps(steps: list[CodingStep]) -> list[CodingStep]:
     """What the planners hand on: duties dropped, then recipe lines merged."""
-    return merged_short_steps(without_orchestrator_duties(steps))
+    kept = without_orchestrator_duties(steps)
+    if len(kept) < len(steps):
+        log.info("plan: dropped %d of %d steps that only test, commit or operate the machine",
+                 len(steps) - len(kept), len(steps))
+    return merged_short_steps(kept)

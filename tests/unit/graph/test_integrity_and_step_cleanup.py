@@ -1,8 +1,10 @@
 """The files-still-whole check of code steps (app/graph/integrity.py), and the planner's clean-up of
-steps that only test or commit (app/graph/step_cleanup.py): both written against what the embedded
+steps that only test, commit or operate the machine (app/graph/step_cleanup.py): both written against what the embedded
 1.5B model was seen doing (bench/embedded_run.py)."""
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 
@@ -164,3 +166,9 @@ def test_steps_on_other_files_detailed_steps_and_inspections_stay_apart() -> Non
 ])
 def test_only_paths_the_check_can_fail_are_read(path: str, judged_: bool) -> None:
     assert judged(path) is judged_
+
+
+def test_a_dropped_step_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="app.graph.step_cleanup"):
+        assert cleaned_steps([EDIT, AT_THE_KEYBOARD]) == [EDIT]
+    assert "dropped 1 of 2 steps" in caplog.text
