@@ -109,6 +109,9 @@ class LitellmProvider:
         self._metrics = metrics or Metrics()
         self._specs = tier_specs(settings)
         fit_model_map(self._specs.values())
+        # The first count loads the tokenizer's vocabulary (0.2-0.3 s, blocking the event loop):
+        # paid here, at start-up, instead of inside the first run's first call.
+        count_tokens(self._specs[Tier.LOCAL_FAST].model, [{"role": "user", "content": "warm-up"}])
         self._heartbeat = settings.heartbeat_dead_seconds
         self._max_tokens = settings.llm_max_output_tokens
         self._retries = settings.llm_retries
