@@ -133,6 +133,10 @@ class ServiceRun:
     """ms from that answer until Kotlin received the first progress push"""
     per_node: float
     """ms from dispatch until Kotlin received `done`, divided by the nodes"""
+    sent: float
+    """wall clock (s) when the request was sent"""
+    done: float
+    """wall clock (s) when Kotlin received `done`"""
 
 
 def model_call_ms(runs: Collection[dict[str, Any]], thread_id: str) -> float:
@@ -155,7 +159,7 @@ def service_run(client: httpx.Client, kotlin: FakeKotlinServer) -> ServiceRun:
     first = min(e.received_at_wall for e in records if e.route.endswith("progress"))
     done = max(e.received_at_wall for e in records if e.route.endswith("status"))
     return ServiceRun(thread_id, dispatch=(answered - sent) * 1000, first_push=(first - answered) * 1000,
-                      per_node=(done - sent) * 1000 / NODES)
+                      per_node=(done - sent) * 1000 / NODES, sent=sent, done=done)
 
 
 def bench_side_by_side(raw: RawChain, raw_llm: RawChain, service: ServiceProcess, kotlin: FakeKotlinServer,
