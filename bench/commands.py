@@ -36,12 +36,11 @@ from pymongo import monitoring
 from app.dev.embedded_mongo import EmbeddedMongo
 from bench import command_log
 from bench.command_log import Command
-from bench.orchestration import RawChain, ServiceRun, service_run
+from bench.orchestration import RawChain, ServiceRun, script_instant_advice, service_run
 from tests.fixtures.kb_server import FakeKbServer
 from tests.fixtures.kotlin_server import FakeKotlinServer
 from tests.fixtures.llm_server import ScriptedLlmServer
 from tests.fixtures.service import ROOT, ServiceProcess, service_env
-from tests.support import advice_script
 
 GAP_SECONDS = 0.5
 
@@ -113,9 +112,7 @@ def main() -> None:
         servers = (llm, kotlin, kb)
         for server in servers:
             server.start()
-        for rule in advice_script("Instant answer"):
-            rule.chunk_size = 100_000
-            llm.add(rule)
+        script_instant_advice(llm)
         (work / "data").mkdir()
         env = service_env(mongo_url=mongo.url, llm_url=llm.url, kotlin_url=kotlin.url, kb_url=kb.url,
                           data_root=work / "data")

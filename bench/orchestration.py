@@ -131,12 +131,15 @@ class ServiceRun:
     """ms until `POST /orchestrate/stream` answered"""
     first_push: float
     """ms from that answer until Kotlin received the first progress push"""
-    per_node: float
-    """ms from dispatch until Kotlin received `done`, divided by the nodes"""
     sent: float
     """wall clock (s) when the request was sent"""
     done: float
     """wall clock (s) when Kotlin received `done`"""
+
+    @property
+    def per_node(self) -> float:
+        """ms from dispatch until Kotlin received `done`, divided by the nodes"""
+        return (self.done - self.sent) * 1000 / NODES
 
 
 def model_call_ms(runs: Collection[dict[str, Any]], thread_id: str) -> float:
@@ -159,16 +162,20 @@ def service_run(client: httpx.Client, kotlin: FakeKotlinServer) -> ServiceRun:
     first = min(e.received_at_wall for e in records if e.route.endswith("progress"))
     done = max(e.received_at_wall for e in records if e.route.endswith("status"))
     return ServiceRun(thread_id, dispatch=(answered - sent) * 1000, first_push=(first - answered) * 1000,
-                      per_node=(done - sent) * 1000 / NODES, sent=sent, done=done)
+                      sent=sent, done=done)
+
+
+def script_instant_advice(llm: ScriptedLlmServer) -> None:
+    """An instant LLM for the advice run: each answer in one streamed piece, no generation delay."""
+    for rule in advice_script("Instant answer"):
+        rule.chunk_size = 100_000
+        llm.add(rule)
 
 
 def bench_side_by_side(raw: RawChain, raw_llm: RawChain, service: ServiceProcess, kotlin: FakeKotlinServer,
                        llm: ScriptedLlmServer, records: Collection[dict[str, Any]],
                        runs: int) -> dict[str, list[float]]:
-    # An instant LLM: the whole answer in one streamed piece, no generation delay.
-    for rule in advice_script("Instant answer"):
-        rule.chunk_size = 100_000
-        llm.add(rule)
+    script_instant_advice(llm)
     figures: dict[str, list[float]] = {"raw": [], "raw_llm": [], "per_node": [], "outside_model": [],
                                        "first_push": [], "dispatch": []}
     node_times: dict[str, list[float]] = {}
