@@ -192,8 +192,6 @@ class Settings(BaseSettings):
     """Gemini endpoint override."""
     heartbeat_dead_seconds: float = 300.0
     """No token for this long = the model is dead (the call escalates or fails); there is no total timeout."""
-    llm_max_output_tokens: int = 4096
-    """Output budget of one LLM call."""
     llm_retries: int = 2
     """Retries of a transient LLM failure, with exponential backoff."""
     llm_retry_base_delay: float = 1.0
@@ -247,8 +245,20 @@ class Settings(BaseSettings):
     recovery_max_attempts: int = Field(default=3, ge=1)
     """Agent attempts per step, the first included. When they are used up the user is asked once (retry with a hint,
     skip, replan or stop); after that the run stops."""
+    reflection_from_attempt: int = Field(default=2, ge=1)
+    """The first failed attempt of a step that the model reflects on; earlier failures are retried with the failure
+    itself (failing tests, review issues) as the agent's feedback. 1 reflects on every failure (a larger model); the
+    embedded small model's reflection cost a minute and rarely said more than the failing test."""
     recovery_max_replans: int = Field(default=2, ge=0)
     """Replannings per run: after a failed step, or a plan gate refused with a reason."""
+    intake_by_rules: bool = True
+    """Intake decides by rules where they are certain (an imperative request naming a file or function of the
+    workspace is a code task, a plain question is advice) and asks the model only for the rest; `false` asks the
+    model about every request (a larger model; the rules still correct its answer)."""
+    report_writer: Literal["facts", "model"] = "facts"
+    """Who writes a finished run's report: `facts` (the structured report from what the run did, no model call: a
+    small model's report cost a minute and was replaced for Markdown or the wrong language) or `model` (a larger
+    model writes 3-5 sentences from the same facts; unusable prose still falls back to the facts)."""
     clarification_max_rounds: int = Field(default=2, ge=0)
     """Rounds of clarifying questions intake may ask about an unclear request before it goes on with what it has."""
     recovery_max_questions: int = Field(default=3, ge=0)

@@ -93,7 +93,8 @@ def raw_graph(saver: MongoDBSaver, llm: LitellmProvider | None = None) -> Any:
             if llm is not None and name in LLM_NODES:
                 marker, json_mode = LLM_NODES[name]
                 answer = await llm.complete([{"role": "system", "content": node_marker(marker)},
-                                             {"role": "user", "content": state["query"]}], json_mode=json_mode)
+                                             {"role": "user", "content": state["query"]}], json_mode=json_mode,
+                                            max_tokens=400)
             return {"step": state.get("step", 0) + 1, "answer": answer}
         return node
 

@@ -88,6 +88,8 @@ class Step:
     files: list[str]
     agent_files: list[str]
     mcp_config: str | None
+    read_files: list[str] = field(default_factory=list)
+    """Files the agent should read but not change (the tests that cover the step)."""
 
 
 @dataclass
@@ -177,6 +179,7 @@ def load_step(workspace: Path) -> Step:
         files=string_list(task.get("files")),
         agent_files=string_list(task.get("agent_files")),
         mcp_config=mcp_config if isinstance(mcp_config, str) and mcp_config else None,
+        read_files=string_list(task.get("read_files")),
     )
 
 
@@ -310,9 +313,12 @@ def aider_argv(config: Config, step: Step, in_git: bool) -> list[str]:
     `--no-gitignore`: it must not edit the repository's .gitignore; `--no-git` outside a repository,
     or `--yes-always` would let it run `git init`. With `--yes-always` it would also run the shell
     commands it suggests and fetch URLs it sees in the instructions: both off (the orchestrator runs
-    the tests). Edit format and repository map come from AGENT_EXTRA_ARGS (the service's AIDER_ARGS)."""
+    the tests). It streams: a stopped agent then closes its connection, and the model server stops
+    generating (a non-streamed request runs to its end on a local server, holding it for the next
+    caller). The tests covering the step are given read-only (`--read`). Edit format and repository
+    map come from AGENT_EXTRA_ARGS (the service's AIDER_ARGS)."""
     argv = ["aider", "--message-file", f"{JERVIS_DIR}/instructions.md", "--yes-always", "--no-auto-commits",
-            "--no-dirty-commits", "--no-pretty", "--no-stream", "--no-check-update", "--no-analytics",
+            "--no-dirty-commits", "--no-pretty", "--no-check-update", "--no-analytics",
             "--no-show-model-warnings", "--no-show-release-notes", "--no-gitignore", "--no-fancy-input",
             "--no-suggest-shell-commands", "--no-detect-urls", "--no-restore-chat-history",
             "--chat-history-file", f"{JERVIS_DIR}/aider.chat.history.md",
@@ -320,8 +326,31 @@ def aider_argv(config: Config, step: Step, in_git: bool) -> list[str]:
     if not in_git:
         argv.append("--no-git")
     if config.model:
-        argv += ["--model", config.model]
+        argv += ["--model", config.model,
+                 "--model-metadata-file", str(aider_model_metadata(config.workspace, config.model))]
+    for path in step.read_files:
+        if path not in step.files and (config.workspace / path).is_file():
+            argv += ["--read", path]
     return [*argv, *step.files]
+
+
+#: What Aider is told of the model when nothing else knows it: a context that holds a step, no price.
+AIDER_CONTEXT_TOKENS = 32768
+
+
+def aider_model_metadata(workspace: Path, model: str) -> Path:
+    """A model-metadata file naming the agent's model, in our own `.jervis/`. Aider otherwise looks
+    the model up in litellm's price list, which it downloads from GitHub on every start when its
+    cache holds nothing (offline: a 5 s timeout, or a hang where a firewall drops the packets)."""
+    context = os.environ.get("AGENT_CONTEXT_TOKENS", "").strip()
+    tokens = int(context) if context.isdigit() else AIDER_CONTEXT_TOKENS
+    provider = model.split("/", 1)[0] if "/" in model else "openai"
+    metadata = {model: {"max_input_tokens": tokens, "max_tokens": tokens, "max_output_tokens": min(tokens, 8192),
+                        "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+                        "litellm_provider": provider, "mode": "chat"}}
+    path = own_dir(workspace, JERVIS_DIR) / "aider.model-metadata.json"
+    path.write_text(json.dumps(metadata), encoding="utf-8")
+    return path
 
 
 def claude_argv(config: Config, step: Step, in_git: bool) -> list[str]:
@@ -724,8 +753,10 @@ def run_test_mode(config: Config, plan: PlannedTests) -> dict[str, Any]:
 
 def testing_env(base: Mapping[str, str]) -> dict[str, str]:
     """Everything passed through, plus `CI=true` (overridable): test runners then neither watch for
-    changes nor wait for a terminal (Jest's watch mode would never end)."""
-    return {"CI": "true", **base}
+    changes nor wait for a terminal (Jest's watch mode would never end). Python writes no byte
+    code: a `.pyc` of a module the next attempt rewrites within the same second at the same size
+    would be taken for current (its check is mtime and size), and the tests would judge old code."""
+    return {"CI": "true", "PYTHONDONTWRITEBYTECODE": "1", **base}
 
 
 def run_tests(argv: list[str], workspace: Path, env: Mapping[str, str], timeout: float | None) -> AgentRun:

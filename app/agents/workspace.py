@@ -74,6 +74,8 @@ class StepBrief:
     kb_context: str = ""
     environment: dict[str, Any] | None = None
     files: list[str] = field(default_factory=list)
+    read_files: list[str] = field(default_factory=list)
+    """Files the agent reads but does not change: the tests covering the step (`task.json`)."""
     forbidden_files: list[str] = field(default_factory=list)
     title: str = ""
     kb_env: dict[str, str] = field(default_factory=dict)
@@ -136,8 +138,8 @@ class WorkspaceManager:
         created = self._agent_files(workspace, brief)
         existing_runtime = [name for name in AGENT_RUNTIME_FILES if os.path.lexists(workspace / name)]
         mcp = ".claude/mcp.json" if ".claude/mcp.json" in created else None
-        task = {**brief.task, "files": brief.files, "agent_type": brief.agent_type, "mcp_config": mcp,
-                "agent_files": created}
+        task = {**brief.task, "files": brief.files, "read_files": brief.read_files, "agent_type": brief.agent_type,
+                "mcp_config": mcp, "agent_files": created}
         handover = {
             MANIFEST_FILE: _json({"created": created, "runtime_files_before": existing_runtime}),
             "instructions.md": brief.instructions,
@@ -163,7 +165,8 @@ class WorkspaceManager:
             wanted["CLAUDE.md"] = render_claude_md(brief, guides)
             wanted[".claude/mcp.json"] = json.dumps(mcp_config(brief.kb_env), indent=2)
         if brief.agent_type == "aider":
-            wanted[".aider.conf.yml"] = render_aider_conf(guides)
+            wanted[".aider.conf.yml"] = render_aider_conf(guides, kb_context=bool(brief.kb_context.strip()),
+                                                          environment=bool(brief.environment))
         created = []
         for rel, content in wanted.items():
             if os.path.lexists(workspace / rel):  # the repository's own file (or link) wins
@@ -270,9 +273,11 @@ def render_claude_md(brief: StepBrief, guides: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_aider_conf(guides: list[str]) -> str:
-    """Aider reads the step's context files read-only; it never commits (the orchestrator does)."""
-    read = [".jervis/kb-context.md", ".jervis/environment.md", *guides]
+def render_aider_conf(guides: list[str], *, kb_context: bool = True, environment: bool = True) -> str:
+    """Aider reads the step's context files read-only (those that say something: an empty one is
+    prompt tokens for nothing on a small model); it never commits (the orchestrator does)."""
+    read = [*([".jervis/kb-context.md"] if kb_context else []), *([".jervis/environment.md"] if environment else []),
+            *guides]
     lines = ["# Written by Jervis for one step; removed afterwards.", "auto-commits: false",
              "dirty-commits: false", "check-update: false", "analytics: false", "read:"]
     lines += [f"  - {path}" for path in read]

@@ -21,6 +21,8 @@ NODE = "compress-chat"
 #: context of 49k tokens minus room for the answer); longer messages are shortened evenly.
 PROMPT_CHAR_BUDGET = 120_000
 MIN_CHARS_PER_MESSAGE = 400
+#: Output cap: 3-8 sentences, a few decisions and topics fit in about 500 tokens.
+SUMMARY_TOKENS = 1200
 
 _SCHEMA = {
     "summary": "what was asked, done and agreed, 3-8 sentences",
@@ -114,7 +116,7 @@ class ChatCompressor:
             return CompressChatResponse(summary="", key_decisions=[], topics=[], is_checkpoint=False,
                                         checkpoint_reason=None)
         try:
-            result = await self._llm.complete_json(build_prompt(request), _Compression)
+            result = await self._llm.complete_json(build_prompt(request), _Compression, max_tokens=SUMMARY_TOKENS)
         except LlmError as exc:
             raise CompressionError(f"chat compression failed: {exc}") from exc
         reason = (result.checkpoint_reason or "").strip() or None

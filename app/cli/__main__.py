@@ -18,6 +18,7 @@ import click
 from app.cli.client import (
     DEFAULT_URL,
     RequestRefusedError,
+    RunStatus,
     ServiceBusyError,
     ServiceClient,
     ServiceError,
@@ -207,12 +208,21 @@ def run(repo: Path, request: tuple[str, ...], url: str, data_root: Path | None, 
             elif stop.status != "done":
                 location = f"workspace (what the run left): {placed.path}"
             renderer.final(stop, thread_id=started.thread_id, fetched=fetched, location=location)
+            renderer.time_spent(_final_status(client, started.thread_id))
             if stop.status == "done" and placed.is_git and not stop.branch:
                 renderer.say("no branch was created (nothing committed)")
         renderer.close()
         if outcome.rejected is not None:
             renderer.say(f"you refused the {outcome.rejected} gate")
     sys.exit(int(outcome.code))
+
+
+def _final_status(client: ServiceClient, thread_id: str) -> RunStatus | None:
+    """The ended run's /status (its time per node), or None when the service is gone meanwhile."""
+    try:
+        return client.status(thread_id)
+    except ServiceError:
+        return None
 
 
 def _address(text: str) -> tuple[str, int]:

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 import click
 from tqdm import tqdm
 
+from app.cli.client import RunStatus
 from app.cli.events import SseEvent
 from app.cli.stops import Interrupt, Stop
 from app.cli.workspace import Changes, FetchBack
@@ -180,6 +181,15 @@ class Renderer:
             self.say("  git diff --stat (workspace against your HEAD):")
             for text in changes.stat.splitlines():
                 self.say(f"   {text}")
+
+    def time_spent(self, status: RunStatus | None) -> None:
+        """Where the run's time went: per node, and the model's share (from /status)."""
+        extra = (status.model_extra or {}) if status is not None else {}
+        if by_node := extra.get("time_by_node"):
+            self.say(f"time by node: {by_node}", dim=True)
+        if extra.get("llm_calls") not in (None, ""):
+            self.say(f"model: {extra['llm_calls']} calls, {extra.get('llm_tokens', 0)} tokens, "
+                     f"{float(extra.get('llm_seconds') or 0):.0f} s of run time", dim=True)
 
     def final(self, stop: Stop, *, thread_id: str, fetched: FetchBack | None = None,
               location: str | None = None) -> None:

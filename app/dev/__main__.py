@@ -19,6 +19,7 @@ comes from the environment as in production.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -36,6 +37,9 @@ from app.dev.embedded_mongo import EmbeddedMongo
 from app.dev.model_cache import DEFAULT_CACHE_DIR, EmbeddedModelError
 from app.dev.model_install import prepare
 
+#: Where the launcher says which embedded model runs where (`bench.versus_aider` reads it).
+STATE_FILE = "embedded-llm.json"
+
 
 def start_embedded_llm(work_dir: Path) -> EmbeddedModel | None:
     """Start the embedded model when no other LLM is configured and reachable; set the env."""
@@ -52,6 +56,10 @@ def start_embedded_llm(work_dir: Path) -> EmbeddedModel | None:
     os.environ.setdefault("LOCAL_CONTEXT_TOKENS", str(model.context_tokens))  # larger calls escalate
     print(f"embedded LLM {model.litellm_model} at {model.api_base} (started in "
           f"{time.monotonic() - started:.1f}s, log {model.log_file})", flush=True)
+    speed = model.measure_speed()
+    if speed is not None:  # a 1.5B model on 2 cores: about 7-20 tokens/s, so a 200-token plan is 10-30 s
+        print(f"embedded LLM generates {speed:.1f} tokens/s on this machine", flush=True)
+    (work_dir / STATE_FILE).write_text(json.dumps(model.state() | {"tokens_per_second": speed}))
     return model
 
 
@@ -100,6 +108,7 @@ def run() -> None:
             embedded.stop()
         if llm is not None:
             llm.stop()
+            (base / STATE_FILE).unlink(missing_ok=True)
 
 
 def prepare_embedded_llm() -> int:

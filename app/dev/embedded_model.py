@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -20,7 +21,8 @@ from app.dev.model_cache import EmbeddedModelError
 
 #: The model name the server answers to and what litellm is given (`openai/<alias>`).
 MODEL_ALIAS = "qwen2.5-coder-1.5b"
-#: Context window of the server: prompts plus `LLM_MAX_OUTPUT_TOKENS` (4096) must fit.
+#: Context window of the server: a prompt plus its call's output cap must fit (a transcript
+#: correction asks for up to 8192 output tokens; the orchestration's own calls 300-1500).
 DEFAULT_CONTEXT_TOKENS = 16384
 
 _STOP_GRACE_SECONDS = 10.0
@@ -117,6 +119,24 @@ class EmbeddedModel(LaunchedServer):
             "--interrupt_requests", "false",
         ]
 
+    def measure_speed(self, tokens: int = 32, timeout: float = 120.0) -> float | None:
+        """Generation tokens per second of a short answer, as llama.cpp logs it (the answer also
+        loads the weights the first real call would wait for); None when the server does not answer."""
+        body = json.dumps({"model": self.alias, "max_tokens": tokens, "temperature": 0,
+                           "messages": [{"role": "user", "content": "Count from 1 to 100, separated by spaces."}]})
+        request = urllib.request.Request(f"{self.api_base}/chat/completions", data=body.encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with _NO_PROXY.open(request, timeout=timeout) as response:
+                response.read()
+        except OSError:
+            return None
+        return _speed_from_log(self.log_file)
+
+    def state(self) -> dict[str, str]:
+        """What the launcher writes for tools that talk to the model directly (the benchmarks)."""
+        return {"api_base": self.api_base, "model": self.litellm_model, "log": str(self.log_file)}
+
     def _lists_alias(self, port: int, _pid: int) -> Readiness:
         """READY when `/v1/models` lists our alias; another server's list means FOREIGN."""
         try:
@@ -151,3 +171,15 @@ def embedded_llm_decision(environ: Mapping[str, str] = os.environ) -> tuple[bool
     if ollama_reachable(url):
         return False, f"Ollama at {url}"
     return True, f"Ollama at OLLAMA_URL={url} does not answer"
+
+
+_EVAL_LINE = re.compile(r"^llama_perf_context_print:\s+eval time =.*?([\d.]+) tokens per second\)", re.MULTILINE)
+
+
+def _speed_from_log(log: Path) -> float | None:
+    """The generation speed llama.cpp printed for the last call (`eval time = … tokens per second`)."""
+    try:
+        found = _EVAL_LINE.findall(log.read_text(errors="replace")[-20_000:])
+    except OSError:
+        return None
+    return float(found[-1]) if found else None

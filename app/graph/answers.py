@@ -26,7 +26,7 @@ async def read_approval(llm: Llm, decision: Any, *, question: str) -> ApprovalDe
     words = answer_text(decision)
     try:
         return await llm.complete_json(prompts.interpret_approval(question=question, answer=words), ApprovalDecision,
-                                       max_tokens=300)
+                                       max_tokens=prompts.Cap.INTERPRET)
     except (LlmError, BudgetExceededError) as exc:
         log.warning("could not interpret the approval answer with the LLM (%s): using the flag", exc)
         sent = decision.get("modification") if isinstance(decision, dict) else None
@@ -41,9 +41,11 @@ async def read_recovery_choice(llm: Llm, answer: str, *, question: str) -> tuple
     if answer.strip():
         try:
             choice = await llm.complete_json(prompts.interpret_recovery_answer(question=question, answer=answer),
-                                             RecoveryChoice, max_tokens=300)
-            action = RecoveryAction.RETRY if choice.suggested_action in (
-                RecoveryAction.RETRY_MODIFIED, RecoveryAction.ASK_USER) else choice.suggested_action
+                                             RecoveryChoice, max_tokens=prompts.Cap.INTERPRET)
+            # Lenient models keep enum values as plain strings: turned back into the enum here.
+            suggested = RecoveryAction(choice.suggested_action)
+            action = RecoveryAction.RETRY if suggested in (
+                RecoveryAction.RETRY_MODIFIED, RecoveryAction.ASK_USER) else suggested
             return action, (choice.hint or answer) if action == RecoveryAction.RETRY else ""
         except (LlmError, BudgetExceededError) as exc:
             log.warning("could not interpret the recovery answer with the LLM (%s): retrying with it", exc)

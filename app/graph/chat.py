@@ -12,9 +12,13 @@ def _history(state: OrchestratorState) -> Mapping[str, Any]:
     return state.get("chat_history") or {}
 
 
-def recent_messages(state: OrchestratorState, limit: int | None = None) -> str:
-    """The last messages verbatim (intake uses 5 to tell a continuation from a new topic)."""
-    messages = _history(state).get("recent_messages") or []
+def recent_messages(state: OrchestratorState, limit: int | None = None, *, exclude_last: str | None = None) -> str:
+    """The last messages verbatim (intake uses 5 to tell a continuation from a new topic).
+    `exclude_last`: the current request, left out when the history ends with it."""
+    messages = list(_history(state).get("recent_messages") or [])
+    if exclude_last is not None and messages and " ".join(str(messages[-1].get("content", "")).split()) == " ".join(
+            exclude_last.split()):
+        messages = messages[:-1]
     if limit is not None:
         messages = messages[-limit:]
     return "\n".join(f"{m.get('role', '?')}: {m.get('content', '')}" for m in messages)
@@ -32,12 +36,13 @@ def key_decisions(state: OrchestratorState, limit: int = 10) -> list[str]:
     return decisions[-limit:]
 
 
-def full_conversation(state: OrchestratorState) -> str:
-    """Summaries then recent messages: the whole context respond answers from."""
+def full_conversation(state: OrchestratorState, *, exclude_last: str | None = None) -> str:
+    """Summaries then recent messages: the whole context respond answers from (`exclude_last`:
+    the current request, not repeated when the history ends with it)."""
     parts = []
     if summary := summary_text(state):
         parts.append(f"Earlier conversation (summaries):\n{summary}")
-    if recent := recent_messages(state):
+    if recent := recent_messages(state, exclude_last=exclude_last):
         parts.append(f"Recent messages:\n{recent}")
     return "\n\n".join(parts)
 

@@ -13,6 +13,7 @@ import logging
 import re
 
 from app.graph import intent, prompts
+from app.graph.request_scope import RequestScope
 from app.llm.provider import Llm, LlmJsonError
 from app.schemas.domain import Classification, Complexity, TaskAction, TaskCategory
 from app.texts import texts
@@ -23,6 +24,29 @@ log = logging.getLogger(__name__)
 RULE = "rule:"
 #: What an external reference looks like: an issue key (ABC-12), a number (#12) or a link.
 REF_SHAPE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9_]*-\d+|#\d+|https?://\S+)$")
+#: An issue key as people write it in a request: ABC-12.
+_ISSUE_KEY = re.compile(r"\b[A-Z][A-Z0-9_]{1,15}-\d+\b")
+#: More target files than this and a request is not certainly one task.
+RULE_MAX_TARGETS = 3
+
+
+def certain_classification(query: str, scope: RequestScope, *, workspace: bool) -> Classification | None:
+    """The classification when the rules are certain, else None (the model decides):
+    - a plain question (a question word first, a question mark last, no code verb) is advice;
+    - an imperative code request ("Add …", "Oprav …") naming a file or a function, on a project
+      with a workspace, is one code task (simple when it is about one file).
+    Each saves the classification call (35-60 s of the embedded model)."""
+    if intent.is_plain_question(query):
+        return Classification(task_category=TaskCategory.ADVICE, task_action=TaskAction.RESPOND,
+                              complexity=Complexity.SIMPLE, reasoning=f"{RULE} a plain question",
+                              external_refs=_ISSUE_KEY.findall(query)[:5])
+    if (workspace and intent.asks_for_code_change(query) and (scope.targets or scope.functions)
+            and len(scope.targets) <= RULE_MAX_TARGETS):
+        return Classification(task_category=TaskCategory.SINGLE_TASK, task_action=TaskAction.CODE,
+                              complexity=Complexity.SIMPLE if len(scope.targets) <= 1 else Complexity.MEDIUM,
+                              reasoning=f"{RULE} a code request naming {', '.join(scope.targets or scope.functions)}",
+                              external_refs=list(dict.fromkeys(_ISSUE_KEY.findall(query)))[:5])
+    return None
 
 
 def fallback_classification(query: str, workspace: bool) -> Classification:
@@ -55,7 +79,7 @@ async def classify(llm: Llm, *, query: str, context: str, recent: str, clarifica
                               language=language)
     warnings: list[str] = []
     try:
-        result = await llm.complete_json(messages, Classification, max_tokens=400)
+        result = await llm.complete_json(messages, Classification, max_tokens=prompts.Cap.CLASSIFY)
     except LlmJsonError as exc:
         log.warning("intake: no usable classification (%s); using the deterministic rules", exc)
         result = fallback_classification(query, workspace)

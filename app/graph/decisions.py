@@ -16,13 +16,17 @@ from app.texts import texts
 log = logging.getLogger(__name__)
 
 
-async def apply_decision(state: OrchestratorState, runtime: NodeRuntime, decision: Recovery) -> dict[str, Any]:
-    """State changes of a recovery decision (shared by reflect and ask_user)."""
+async def apply_decision(state: OrchestratorState, runtime: NodeRuntime, decision: Recovery,
+                         signature: str = "") -> dict[str, Any]:
+    """State changes of a recovery decision (shared by reflect and ask_user; `signature`: the
+    failed attempt's, from reflect)."""
     step = CodingStep.model_validate(current_step(state))
     last = state["step_results"][-1]
     record: FailureRecord = {"goal_index": decision.goal_index, "step_index": decision.step_index,
                              "attempt": decision.attempt, "title": clip(step.instructions, 120),
                              "reason": clip(decision.failure, 300), "action": decision.action.value}
+    if signature:
+        record["signature"] = signature
     updates: dict[str, Any] = {"recovery": decision.model_dump(mode="json"), "failures": [record]}
     if decision.action in recovery.RETRIES:
         return updates | {"attempt": decision.attempt + 1}

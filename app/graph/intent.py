@@ -70,3 +70,25 @@ def is_plain_question(text: str) -> bool:
     sentences = [s for s in re.split(r"[.!?\n]+", stripped) if s.strip()]
     return (stripped.endswith("?") and _leading_verb(stripped) in _QUESTION_START
             and not any(_leading_verb(sentence) in _CODE_VERBS for sentence in sentences))
+
+
+#: A request to change tests: a verb that changes something, then (within a few words) tests.
+_TEST_CHANGE = re.compile(
+    r"\b(?:add|write|update|fix|change|extend|create|modify|adjust|rewrite|correct|edit|remove|delete|cover"
+    r"|pridej|napis|uprav|oprav|dopln|vytvor|zmen|rozsir|prepis|odstran|smaz|pokryj)\w*"
+    r"(?:\W+\w+){0,4}?\W+(?:unit\s+)?(?:tests?|testy|testu|testech|testum|spec|specs)\b")
+_NEGATION = r"\b(?:not|never|don'?t|ne|nikdy|nemen\w*|neuprav\w*|nemaz\w*|nepis\w*|nesahej\w*|nedotykej\w*)\b"
+_NEGATION_BEFORE = re.compile(_NEGATION + r"\W+$")
+_NEGATION_WITHIN = re.compile(_NEGATION)
+
+
+def asks_for_test_change(text: str) -> bool:
+    """Whether the words ask for tests to be written or changed ("add tests for it", "uprav testy");
+    "make the tests pass" and "do not change test_x.py" do not. Without such words a step that
+    edits an existing test file has made its tests pass by changing them."""
+    folded = fold(text)
+    for match in _TEST_CHANGE.finditer(folded):
+        if not (_NEGATION_BEFORE.search(folded[max(0, match.start() - 20):match.start()])
+                or _NEGATION_WITHIN.search(match.group(0))):
+            return True
+    return False

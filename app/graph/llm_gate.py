@@ -62,15 +62,15 @@ class ApprovingLlm:
     def __init__(self, inner: Llm) -> None:
         self.inner = inner
 
-    async def complete(self, messages: Sequence[Message], *, json_mode: bool = False,
-                       on_token: TokenSink | None = None, max_tokens: int | None = None) -> str:
-        return await self._asking(lambda: self.inner.complete(messages, json_mode=json_mode, on_token=on_token,
-                                                              max_tokens=max_tokens))
+    async def complete(self, messages: Sequence[Message], *, max_tokens: int, json_mode: bool = False,
+                       on_token: TokenSink | None = None) -> str:
+        return await self._asking(lambda: self.inner.complete(messages, max_tokens=max_tokens, json_mode=json_mode,
+                                                              on_token=on_token))
 
-    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT], *,
-                            on_token: TokenSink | None = None, max_tokens: int | None = None) -> ModelT:
-        return await self._asking(lambda: self.inner.complete_json(messages, schema, on_token=on_token,
-                                                                   max_tokens=max_tokens))
+    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT], *, max_tokens: int,
+                            on_token: TokenSink | None = None) -> ModelT:
+        return await self._asking(lambda: self.inner.complete_json(messages, schema, max_tokens=max_tokens,
+                                                                   on_token=on_token))
 
     async def _asking(self, call: Callable[[], Awaitable[T]]) -> T:
         asked = 0

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.texts import Texts
+from app.texts.language import detect_language
 
 _BEFORE_WORK = {"intake": 2.0, "clarify": 3.0, "evidence_pack": 5.0, "plan": 8.0, "plan_epic": 8.0,
                 "design": 8.0, "approve_plan": 10.0, "respond": 50.0}
@@ -60,7 +61,7 @@ def monotonic(previous: float, state: Mapping[str, Any], node: str) -> float:
     return max(previous, float(state.get("progress_floor") or 0.0), percent(state, node))
 
 
-def message(state: Mapping[str, Any], node: str, t: Texts) -> str:
+def message(state: Mapping[str, Any], node: str, t: Texts, language: str | None = None) -> str:
     """The progress message of a node start, with where the run stands (goal, step, attempt)."""
     goals, steps = state.get("goals") or [], state.get("steps") or []
     attempt = int(state.get("attempt") or 1)
@@ -69,8 +70,19 @@ def message(state: Mapping[str, Any], node: str, t: Texts) -> str:
               "attempt": attempt}
     retry = node == "execute_step" and attempt > 1
     text = str(t.node_execute_retry if retry else getattr(t, f"node_{node}", node)).format(**fields)
-    decision = state.get("recovery") or {}
-    why = decision.get("root_cause") or decision.get("hint") or decision.get("failure") or ""
-    if retry and why:  # the reflection's conclusion reaches Kotlin with the retry
-        text = f"{text.rstrip('…')}: {' '.join(str(why).split())[:120]}"
+    why = retry_reason(state.get("recovery") or {}, language) if retry else ""
+    if why:  # the reflection's conclusion (or the failure's first line) reaches Kotlin with the retry
+        text = f"{text.rstrip('…')}: {why[:120]}"
     return text
+
+
+def retry_reason(decision: Mapping[str, Any], language: str | None) -> str:
+    """Why a step is tried again, in the run's language: the reflection's root cause or hint when
+    the model wrote it in that language, else the failure's first line (the check's own words,
+    from the run's catalogue, not a test runner's English output)."""
+    for key in ("root_cause", "hint"):
+        text = " ".join(str(decision.get(key) or "").split())
+        if text and (language is None or detect_language(text, default=language) == language):
+            return text
+    lines = str(decision.get("failure") or "").strip().splitlines()
+    return " ".join(lines[0].split()).rstrip(":") if lines else ""

@@ -12,6 +12,24 @@ from app.llm.provider import Message
 _LANGUAGES = {"cs": "Czech", "en": "English", "sk": "Slovak", "de": "German"}
 
 
+class Cap:
+    """Output tokens per call purpose: room for a good answer, no room for a loop. What the
+    embedded 1.5B model writes when it behaves, measured: a classification 60-120 tokens, a
+    one-step plan 80-200, a reflection 80-150, a review 40-120, an interpretation 20-60; with
+    no cap a looping step plan ran to the server's 4,095 (347 s). The JSON schemas bound each
+    string and list as well (`app/schemas/domain.py`), so a grammar stops a loop earlier still."""
+
+    CLASSIFY = 300
+    GOALS = 700
+    STEPS = 800
+    REFLECT = 400
+    REVIEW = 400
+    INTERPRET = 200
+    REPORT = 300
+    ANSWER = 1500
+    """A free-text answer to the user's question (respond, answer steps)."""
+
+
 def language_rule(code: str) -> str:
     return f"Write every human-readable text in {_LANGUAGES.get(code, code)}."
 
@@ -122,15 +140,26 @@ def plan_operations(*, query: str, action: str, context: str, decisions: str, la
     return [_system("plan", body), _user([("Request", query), ("Context", context), ("Key decisions", decisions)])]
 
 
-def plan_steps(*, goal: str, task: str, done_before: str, context: str, language: str) -> list[Message]:
+CODE_STEPS_SCHEMA = (
+    '{"steps": [{"instructions": "<complete instructions for this step>", "files": ["<path>"], '
+    '"expects_changes": <true|false>, "critical": <true|false>}]}'
+)
+
+
+def plan_steps(*, goal: str, task: str | None, done_before: str, context: str, language: str) -> list[Message]:
+    """The steps of a goal (an epic's), or of a whole single task (`task` None: the goal is the
+    request). Asked for few, self-contained steps that keep the user's exact names and messages."""
     body = (
-        "Write the execution steps for one goal of a coding task. Each code step holds complete, "
-        "self-contained instructions for a coding agent working in the repository, and the files "
-        f"it touches. {STEP_FIELDS_GUIDE} {language_rule(language)}\nReply with JSON only: {STEPS_SCHEMA}"
+        "Write the execution steps of a coding task for a coding agent working in the repository. "
+        "Usually one step is enough: split only work on separate parts of the code. Each step's "
+        "instructions are complete and self-contained and keep the request's names, signatures and "
+        f"messages exactly; list the files it changes. {STEP_FIELDS_GUIDE} {language_rule(language)}\n"
+        f"Reply with JSON only: {CODE_STEPS_SCHEMA}"
     )
     return [
         _system("plan_steps", body),
-        _user([("Goal", goal), ("Whole task", task), ("Done in earlier goals", done_before), ("Context", context)]),
+        _user([("Goal" if task else "Task", goal), ("Whole task", task), ("Done in earlier goals", done_before),
+               ("Context", context)]),
     ]
 
 
@@ -164,7 +193,7 @@ REFLECTION_SCHEMA = (
 
 
 def reflect(*, step: str, attempt: int, max_attempts: int, failure: str, agent_summary: str, output_tail: str,
-            diff_stat: str, history: str, critical: bool, language: str) -> list[Message]:
+            diff: str, history: str, critical: bool, language: str) -> list[Message]:
     body = (
         "A step of a coding task failed. Find the root cause and choose what to do next: retry (a "
         "passing problem: the same step again), retry_modified (the same step, done differently: say "
@@ -176,7 +205,7 @@ def reflect(*, step: str, attempt: int, max_attempts: int, failure: str, agent_s
     return [
         _system("reflect", body),
         _user([("Step", step), ("Attempt", f"{attempt} of {max_attempts}"), ("Failure", failure),
-               ("Agent's summary", agent_summary), ("Agent's last output", output_tail), ("Diff stat", diff_stat),
+               ("Agent's summary", agent_summary), ("Agent's last output", output_tail), ("The step's change", diff),
                ("Earlier failures of this run", history)]),
     ]
 

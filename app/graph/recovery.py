@@ -2,7 +2,12 @@
 ReflectionEngine and RecoveryManager, made bounded).
 
 The reflection LLM suggests an action; this module holds the rules that make every path end:
-- no usable suggestion → retry once with the raw failure as feedback, then ask the user;
+- no usable suggestion (or none asked for: the first failures of a step are retried with the
+  failure as feedback without a reflection call) → retry with the raw failure, then ask the user;
+- the same failure again (the same failing output and the same change as an earlier attempt of
+  the step) → the retry must take another approach, from the step's start; a third time → ask
+  the user; a retry after failing tests alone works on the failed attempt's change, as a test
+  loop would;
 - `skip_step` only for steps the plan marks non-critical;
 - attempts per step, replans and questions per run are capped; a retry or replan past its cap
   becomes a question, and a question past its cap (or a second one about the same exhausted
@@ -12,6 +17,7 @@ Stopping is not failing silently: the run offers the finished work for commit an
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -45,17 +51,31 @@ class FailedStep:
     cap_asked: bool = False
     replans: int = 0
     questions: int = 0
+    repeats: int = 0
+    """Earlier attempts of this step that failed exactly like this one (same output, same change)."""
 
     def attempts_left(self, caps: Caps) -> bool:
         return self.attempt < caps.max_attempts + self.extra_attempts
 
 
-def decide(suggestion: Reflection | None, step: FailedStep, caps: Caps, *, failure: str) -> Recovery:
-    """The reflection's suggestion, held to the rules above."""
-    source = "llm" if suggestion is not None else "fallback"
+def decide(suggestion: Reflection | None, step: FailedStep, caps: Caps, *, failure: str, reflected: bool = True,
+           repeat_hint: str = "", tests_only: bool = False) -> Recovery:
+    """The reflection's suggestion, held to the rules above. `reflected` False: no reflection was
+    asked for (an early failure), so the failure itself is the retry's feedback. `repeat_hint`:
+    what a retry after the same failure is told to do differently. `tests_only`: the attempt's
+    change was whole and only the tests failed, so a retry fixes it in place (unless the same
+    failure came back: then it starts over)."""
+    source = "llm" if suggestion is not None else ("fallback" if reflected else "rule")
     action = suggestion.suggested_action if suggestion is not None else (
-        RecoveryAction.RETRY if step.attempt == 1 else RecoveryAction.ASK_USER)
+        RecoveryAction.RETRY if step.attempt == 1 or not reflected else RecoveryAction.ASK_USER)
+    hint = suggestion.modification_hint if suggestion else ""
     notes: list[str] = []
+    if step.repeats >= 2 and action in RETRIES:
+        notes.append(f"the same failure {step.repeats + 1} times")
+        action = RecoveryAction.ASK_USER
+    elif step.repeats == 1 and action in RETRIES:
+        notes.append("the same failure as an earlier attempt: another approach")
+        action, hint = RecoveryAction.RETRY_MODIFIED, " ".join(part for part in (repeat_hint, hint) if part)
     if action == RecoveryAction.SKIP_STEP and step.critical:
         notes.append("skip refused: the step is critical")
         action = RecoveryAction.RETRY_MODIFIED if step.attempts_left(caps) else RecoveryAction.ASK_USER
@@ -79,8 +99,20 @@ def decide(suggestion: Reflection | None, step: FailedStep, caps: Caps, *, failu
         failure=failure, analysis=suggestion.analysis if suggestion else "",
         root_cause=suggestion.root_cause if suggestion else "",
         confidence=suggestion.confidence if suggestion else None,
-        hint=suggestion.modification_hint if suggestion else "", source=source, note="; ".join(notes),
+        hint=hint, source=source, note="; ".join(notes),
+        keep_changes=action in RETRIES and tests_only and step.repeats == 0,
     )
+
+
+#: What differs between two runs of the same failure: timings, addresses, temporary paths.
+_VOLATILE = re.compile(r"\b\d+(?:\.\d+)?\s*(?:s|ms|sec|seconds)\b|0x[0-9a-fA-F]+|/tmp/\S+")
+
+
+def failure_signature(failure: str, diff: str) -> str:
+    """Identity of a failed attempt: its failure (timings and addresses aside) and its change. Two
+    attempts with the same signature failed the same way with the same code."""
+    text = _VOLATILE.sub("#", " ".join(failure.split())) + "\n" + diff
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
 # --- the user's answer to a recovery question ------------------------------------------------

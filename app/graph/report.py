@@ -38,6 +38,23 @@ def changed_files(state: Mapping[str, Any]) -> list[str]:
     return list(seen)
 
 
+def done_work(state: Mapping[str, Any], t: Texts) -> str:
+    """"Done: <what the finished steps were asked to do>." (first lines, at most three)."""
+    firsts = [(str(r.get("title") or r.get("summary") or "").strip().splitlines() or [""])[0]
+              for r in done_slots(state) if r.get("step_type", "code") != "respond"]
+    titles = [_clip(title, 100) for title in dict.fromkeys(firsts) if title]
+    if not titles:
+        return ""
+    return t.report_done_work.format(what="; ".join(titles[:3]) + ("…" if len(titles) > 3 else ""))
+
+
+def tests_line(state: Mapping[str, Any], t: Texts) -> str:
+    """Whether the project's tests passed on the last step (`require_tests`)."""
+    checks = (state.get("evaluation") or {}).get("checks") or []
+    passed = [c for c in checks if c.get("name") == "tests" and c.get("status") == "passed"]
+    return t.report_tests_passed if passed else ""
+
+
 def attempted_slots(state: Mapping[str, Any]) -> int:
     return len({(r.get("goal_index", 0), r["step_index"]) for r in state.get("step_results") or []})
 

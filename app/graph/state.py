@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Callable
-from typing import Annotated, Any, TypedDict, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, NotRequired, TypedDict, get_args, get_origin, get_type_hints
 
 from app.graph.state_parts import (
     ChatHistoryDict,
@@ -71,6 +71,9 @@ class FailureRecord(TypedDict):
     title: str
     reason: str
     action: str
+    signature: NotRequired[str]
+    """`recovery.failure_signature` of the failed attempt (reflect writes it): the same failure again
+    changes the retry's approach."""
 
 
 class SkipRecord(TypedDict):

@@ -194,6 +194,7 @@ class RecoveryDict(TypedDict):
     hint: str
     source: str
     note: str
+    keep_changes: bool
 
 
 class GoalSummaryDict(TypedDict):

@@ -26,15 +26,16 @@ def snapshot_key(thread_id: str, goal_index: int, step_index: int, revision: int
     return f"{thread_id}-g{goal_index}-s{step_index}-r{revision}"
 
 
-async def begin_step(snapshots: WorkspaceSnapshots, workspace: Path, key: str) -> str | None:
+async def begin_step(snapshots: WorkspaceSnapshots, workspace: Path, key: str, *, reset: bool = True) -> str | None:
     """Called just before a new agent process or Job starts: the step's base tree (recorded on
     the first attempt, found again on later ones or after a restart) with the workspace reset
-    to it. None when the workspace has no snapshot."""
+    to it (`reset` False: a retry that fixes the failed attempt's change keeps it). None when
+    the workspace has no snapshot."""
     try:
         if not await snapshots.is_repository(workspace):
             return None
         snapshot = await snapshots.ensure(workspace, key)
-        if not snapshot.created:
+        if not snapshot.created and reset:
             undone = await snapshots.restore(workspace, snapshot.tree)
             if undone:
                 log.info("workspace reset to the step's start (%d path(s)): %s", len(undone), ", ".join(undone[:10]))

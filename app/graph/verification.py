@@ -80,7 +80,7 @@ async def review(ctx: RunContext, *, goal: str, step: str, diff: str, language: 
     try:
         return await ctx.llm.complete_json(
             prompts.review(goal=goal, step=step, diff=diff[:REVIEW_DIFF_CHARS], language=language), ReviewVerdict,
-            max_tokens=800)
+            max_tokens=prompts.Cap.REVIEW)
     except (LlmError, BudgetExceededError) as exc:  # no verdict is not a rejection
         log.warning("review gave no verdict: %s", exc)
         return str(exc)[:200]

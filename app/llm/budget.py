@@ -63,6 +63,8 @@ class BudgetTracker:
     elapsed_before: float = 0.0
     """Run time of earlier segments (a resumed run continues its clock, waiting excluded)."""
     by_key: dict[str, Usage] = field(default_factory=dict)
+    node_seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time inside each node, all its runs together (where a run's time went, for people)."""
     warned: set[str] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
     language: str = "en"
@@ -100,6 +102,23 @@ class BudgetTracker:
                 if self.on_warning is not None:
                     self.on_warning(name, fraction)
 
+    def record_node(self, node: str, seconds: float) -> None:
+        """A node finished after `seconds` (the run driver calls it for every node)."""
+        self.node_seconds[node] = self.node_seconds.get(node, 0.0) + seconds
+
+    def by_node(self) -> dict[str, dict[str, float | int]]:
+        """Per node, in the order the run reached them: wall seconds, model calls, tokens, model seconds."""
+        nodes: dict[str, dict[str, float | int]] = {
+            node: {"seconds": round(seconds, 3), "llm_calls": 0, "llm_tokens": 0, "llm_seconds": 0.0}
+            for node, seconds in self.node_seconds.items()}
+        for key, usage in self.by_key.items():
+            figures = nodes.setdefault(key.split("/", 1)[0], {"seconds": 0.0, "llm_calls": 0, "llm_tokens": 0,
+                                                              "llm_seconds": 0.0})
+            figures["llm_calls"] += usage.calls
+            figures["llm_tokens"] += usage.tokens
+            figures["llm_seconds"] = round(figures["llm_seconds"] + usage.seconds, 3)
+        return nodes
+
     def extend(self, factor: float) -> None:
         """The user approved going on: every limit becomes `factor` × what it or the usage is
         (whichever is larger), so there is real room again; warnings may come again."""
@@ -126,6 +145,7 @@ class BudgetTracker:
                                    "cost_usd": round(u.cost_usd, 6), "seconds": round(u.seconds, 3), "calls": u.calls}
                              for key, u in self.by_key.items()},
             "limits": self.limits.model_dump(),
+            "node_seconds": {node: round(seconds, 3) for node, seconds in self.node_seconds.items()},
         }
 
     def restore(self, snapshot: dict[str, Any] | None) -> None:
@@ -135,8 +155,31 @@ class BudgetTracker:
         self.elapsed_before = float(snapshot.get("seconds", 0.0))
         if snapshot.get("limits"):
             self.limits = BudgetLimits.model_validate(snapshot["limits"])
+        for node, seconds in (snapshot.get("node_seconds") or {}).items():
+            self.node_seconds[node] = float(seconds)
         for key, usage in (snapshot.get("by_node_tier") or {}).items():
             self.by_key[key] = Usage(prompt_tokens=int(usage.get("prompt_tokens", 0)),
                                      completion_tokens=int(usage.get("completion_tokens", 0)),
                                      cost_usd=float(usage.get("cost_usd", 0.0)),
                                      seconds=float(usage.get("seconds", 0.0)), calls=int(usage.get("calls", 0)))
+
+
+def node_usage(snapshot: dict[str, Any] | None) -> dict[str, dict[str, float | int]]:
+    """`BudgetTracker.by_node` of a stored usage snapshot (the run record's)."""
+    tracker = BudgetTracker(BudgetLimits())
+    tracker.restore(snapshot)
+    return tracker.by_node()
+
+
+def describe_nodes(snapshot: dict[str, Any] | None) -> str:
+    """Where a run's time went, on one line: `intake 0.1 s; plan_steps 31.2 s (1 call, 812 tokens,
+    30.9 s); execute_step 25.3 s`. Nodes that called a model show their calls, tokens and model time."""
+    parts = []
+    for node, figures in node_usage(snapshot).items():
+        text = f"{node} {figures['seconds']:.1f} s"
+        if figures["llm_calls"]:
+            calls = int(figures["llm_calls"])
+            text += (f" ({calls} call{'s' if calls != 1 else ''}, {int(figures['llm_tokens'])} tokens, "
+                     f"{figures['llm_seconds']:.1f} s)")
+        parts.append(text)
+    return "; ".join(parts)

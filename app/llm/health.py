@@ -34,7 +34,7 @@ class ProviderHealth:
     async def report(self) -> dict[str, dict[str, Any]]:
         async with self._lock:
             if self._cached and time.monotonic() - self._cached[0] < self._cache_seconds:
-                return self._cached[1]
+                return self._with_speeds(self._cached[1])
             specs = self._provider.specs
             # One probe per distinct endpoint: the three local tiers share one server.
             endpoints = {self._endpoint(spec): spec for spec in specs.values()}
@@ -47,7 +47,15 @@ class ProviderHealth:
                     mode, detail = "API_ERROR", "skipped after repeated failures"
                 report[tier.value] = {"mode": mode, "model": spec.model, "provider": spec.provider, "detail": detail}
             self._cached = (time.monotonic(), report)
-            return report
+        return self._with_speeds(report)
+
+    def _with_speeds(self, report: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Each tier with its model's generation speed as this pod measured it (null before the
+        first call): how long a planned answer of the local model will take."""
+        speeds = self._provider.tokens_per_second
+        return {tier: entry | {"tokens_per_second": round(speeds[entry["model"]], 1)
+                               if entry["model"] in speeds else None}
+                for tier, entry in report.items()}
 
     async def mode(self, tier: Tier) -> Mode:
         mode: Mode = (await self.report())[tier.value]["mode"]

@@ -14,7 +14,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -22,14 +22,20 @@ from pydantic import BaseModel, ValidationError
 
 from app.config import Settings
 from app.llm.approval import BudgetApprovalNeededError, CloudApprovalNeededError
+from app.llm.breaker import CircuitBreaker, transient
 from app.llm.budget import BudgetExceededError, Usage
+from app.llm.errors import HeartbeatTimeoutError, LlmError, LlmJsonError, LlmOverflowError
 from app.llm.model_map import fit_model_map
 from app.llm.parsing import JsonParseError, parse_json_object
+from app.llm.runaway import without_repetition
 from app.llm.scope import LlmScope, current_scope
+from app.llm.streaming import Finish, TokenSink, collect
 from app.llm.tiers import CLOUD_PREFERENCE, Tier, TierSpec, local_capacity, select_local_tier, tier_specs
 from app.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
+__all__ = ["HeartbeatTimeoutError", "LitellmProvider", "Llm", "LlmError", "LlmJsonError", "LlmOverflowError",
+           "Message", "TokenSink", "count_tokens", "estimate_cost"]
 
 
 @functools.cache
@@ -47,56 +53,22 @@ def _litellm() -> Any:
     return litellm
 
 Message = dict[str, str]
-#: Called with the number of streamed pieces so far (progress during long generations).
-TokenSink = Callable[[int], None]
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-class LlmError(RuntimeError):
-    """The model could not produce an answer."""
-
-
-class LlmJsonError(LlmError):
-    """The model answered, but not with JSON for the schema, even after the repair round."""
-
-
-class HeartbeatTimeoutError(LlmError, TimeoutError):
-    """No token arrived for the heartbeat window: the model or its server is dead."""
+#: How much of an unusable answer the repair round shows the model (a runaway is never echoed whole).
+REPAIR_ECHO_CHARS = 800
 
 
 class Llm(Protocol):
-    """What graph nodes need from a language model."""
+    """What graph nodes need from a language model. Every call names its output cap: a cap that
+    fits the call's purpose is what keeps a looping small model from stalling a run for minutes."""
 
-    async def complete(self, messages: Sequence[Message], *, json_mode: bool = False,
-                       on_token: TokenSink | None = None, max_tokens: int | None = None) -> str: ...
+    async def complete(self, messages: Sequence[Message], *, max_tokens: int, json_mode: bool = False,
+                       on_token: TokenSink | None = None) -> str: ...
 
-    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT], *,
-                            on_token: TokenSink | None = None, max_tokens: int | None = None) -> ModelT: ...
-
-
-class CircuitBreaker:
-    """A provider that keeps failing is skipped for a while instead of being hammered."""
-
-    def __init__(self, failures: int, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self._limit = failures
-        self._seconds = seconds
-        self._clock = clock
-        self._failures: dict[str, int] = {}
-        self._open_until: dict[str, float] = {}
-
-    def is_open(self, provider: str) -> bool:
-        return self._open_until.get(provider, 0.0) > self._clock()
-
-    def success(self, provider: str) -> None:
-        self._failures.pop(provider, None)
-        self._open_until.pop(provider, None)
-
-    def failure(self, provider: str) -> None:
-        count = self._failures.get(provider, 0) + 1
-        self._failures[provider] = count
-        if count >= self._limit:
-            self._open_until[provider] = self._clock() + self._seconds
-            log.warning("LLM provider %s failed %d times: skipped for %.0f s", provider, count, self._seconds)
+    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT], *, max_tokens: int,
+                            on_token: TokenSink | None = None) -> ModelT: ...
 
 
 class LitellmProvider:
@@ -113,24 +85,26 @@ class LitellmProvider:
         # paid here, at start-up, instead of inside the first run's first call.
         count_tokens(self._specs[Tier.LOCAL_FAST].model, [{"role": "user", "content": "warm-up"}])
         self._heartbeat = settings.heartbeat_dead_seconds
-        self._max_tokens = settings.llm_max_output_tokens
         self._retries = settings.llm_retries
         self._retry_delay = settings.llm_retry_base_delay
         self._budget_mode = settings.budget_on_exceeded
         self.breaker = breaker or CircuitBreaker(settings.llm_breaker_failures, settings.llm_breaker_seconds)
+        self.tokens_per_second: dict[str, float] = {}
+        """Generation speed per model, measured on this pod's calls (`/health` shows it)."""
 
     @property
     def specs(self) -> dict[Tier, TierSpec]:
         return self._specs
 
-    async def complete(self, messages: Sequence[Message], *, json_mode: bool = False,
-                       on_token: TokenSink | None = None, json_schema: dict[str, Any] | None = None,
-                       max_tokens: int | None = None) -> str:
-        """`max_tokens` is this call's output budget; the local tier must hold prompt + output."""
+    async def complete(self, messages: Sequence[Message], *, max_tokens: int, json_mode: bool = False,
+                       on_token: TokenSink | None = None, json_schema: dict[str, Any] | None = None) -> str:
+        """`max_tokens` is this call's output cap (each caller's fits its purpose); the local
+        tier must hold prompt + output. A JSON answer that hits the cap or repeats itself
+        raises `LlmOverflowError`; a text answer is returned as far as it is usable."""
         scope = current_scope()
         self._check_budget(scope)
         prompt_tokens = count_tokens(self._specs[Tier.LOCAL_FAST].model, messages)
-        output = max_tokens or self._max_tokens
+        output = max_tokens
         request = _Request(list(messages), json_mode, json_schema, on_token, prompt_tokens, output)
         needed = prompt_tokens + output
         capacity = local_capacity(self._specs)
@@ -141,6 +115,8 @@ class LitellmProvider:
             return await self._escalate(request, scope, LlmError("cloud approved by the user"))
         try:
             return await self._call(select_local_tier(needed), request, scope)
+        except LlmOverflowError:
+            raise  # the model answered, too long: retried shorter or fallen back from, not escalated
         except LlmError as local_error:
             return await self._escalate(request, scope, local_error)
 
@@ -163,6 +139,8 @@ class LitellmProvider:
                 continue
             try:
                 return await self._call(tier, request, scope)
+            except LlmOverflowError:
+                raise
             except LlmError as exc:
                 cause = exc
         if allowed:
@@ -186,31 +164,52 @@ class LitellmProvider:
         started = time.monotonic()
         for attempt in range(self._retries + 1):
             try:
-                text = await self._stream(spec, request)
+                streamed = await self._stream(spec, request)
             except HeartbeatTimeoutError:
                 self.breaker.failure(spec.provider)
                 self._metrics.llm_call(tier.value, "heartbeat_timeout")
                 raise
             except LlmError as exc:
-                if _transient(exc) and attempt < self._retries:
+                if transient(exc) and attempt < self._retries:
                     await asyncio.sleep(self._retry_delay * 2 ** attempt)
                     continue
                 self.breaker.failure(spec.provider)
                 self._metrics.llm_call(tier.value, "error")
                 raise LlmError(f"{tier.value} ({spec.model}): {exc}") from exc
             self.breaker.success(spec.provider)
+            text, finish = streamed
             completion = count_tokens(spec.model, [{"role": "assistant", "content": text}])
             usage = Usage(prompt_tokens=request.prompt_tokens, completion_tokens=completion,
                           cost_usd=0.0 if tier.local else estimate_cost(spec.model, request.prompt_tokens, completion),
                           seconds=time.monotonic() - started, calls=1)
-            self._metrics.llm_call(tier.value, "ok", seconds=usage.seconds, prompt_tokens=usage.prompt_tokens,
+            if completion >= 16 and finish.generating > 0.2:
+                speed = completion / finish.generating
+                known = self.tokens_per_second.get(spec.model)
+                self.tokens_per_second[spec.model] = speed if known is None else (
+                    SPEED_WEIGHT * speed + (1 - SPEED_WEIGHT) * known)
+            outcome = "ok" if finish.reason == "stop" else finish.reason
+            self._metrics.llm_call(tier.value, outcome, seconds=usage.seconds, prompt_tokens=usage.prompt_tokens,
                                    completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd)
             if scope.budget is not None:
                 scope.budget.record(scope.node, tier.value, usage)
-            return text
+            return self._finished(text, finish, request, spec, completion, usage.seconds)
         raise AssertionError("unreachable")
 
-    async def _stream(self, spec: TierSpec, request: _Request) -> str:
+    def _finished(self, text: str, finish: Finish, request: _Request, spec: TierSpec, tokens: int,
+                  seconds: float) -> str:
+        """The answer, or the overflow of a structured one (a cut JSON object is no answer)."""
+        if finish.reason == "stop":
+            return text
+        what = (f"repeated itself (a {finish.period}-character block)" if finish.reason == "repetition"
+                else f"reached its cap of {request.max_tokens} output tokens")
+        log.warning("LLM answer %s after %d tokens in %.0f s (%s)", what, tokens, seconds, spec.model)
+        if request.json_mode:
+            raise LlmOverflowError(f"the answer {what} after {tokens} tokens", reason=finish.reason, tokens=tokens)
+        if finish.reason == "repetition" and finish.period:
+            return without_repetition(text, finish.period) + " …"
+        return text
+
+    async def _stream(self, spec: TierSpec, request: _Request) -> tuple[str, Finish]:
         kwargs: dict[str, Any] = {"model": spec.model, "messages": request.messages, "stream": True,
                                   "max_tokens": request.max_tokens}
         if spec.api_base:
@@ -232,52 +231,35 @@ class LitellmProvider:
             raise HeartbeatTimeoutError(self._dead_message(spec)) from exc
         except Exception as exc:  # litellm maps transport failures to its own exception types
             raise LlmError(f"LLM call failed: {exc}") from exc
-        return await self._collect(stream, request.on_token, spec)
+        prompt = "\n".join(str(m.get("content") or "") for m in request.messages)
+        return await collect(stream, heartbeat=self._heartbeat, on_token=request.on_token, prompt=prompt,
+                             dead_message=self._dead_message(spec))
 
-    async def _collect(self, stream: Any, on_token: TokenSink | None, spec: TierSpec) -> str:
-        parts: list[str] = []
-        try:
-            while True:
-                try:
-                    # A timeout per token, not per call: a model may stream for as long as it likes.
-                    async with asyncio.timeout(self._heartbeat):
-                        chunk = await stream.__anext__()
-                except StopAsyncIteration:
-                    return "".join(parts)
-                except TimeoutError as exc:
-                    raise HeartbeatTimeoutError(self._dead_message(spec)) from exc
-                except Exception as exc:
-                    raise LlmError(f"LLM stream failed: {exc}") from exc
-                choice = chunk.choices[0] if chunk.choices else None
-                delta = choice.delta.content if choice is not None else None
-                if delta:
-                    parts.append(delta)
-                    if on_token is not None:
-                        on_token(len(parts))
-                if choice is not None and choice.finish_reason:
-                    # The answer is complete (litellm sends the finish reason once the provider's
-                    # stream has ended). Closing here skips what litellm does after it for its
-                    # own logging callbacks, which we do not use: rebuilding the whole response
-                    # in a worker thread, pricing it, building a logging payload (~5 ms a call).
-                    await _close(stream)
-                    return "".join(parts)
-        except BaseException:
-            await _close(stream)  # an abandoned (stalled) stream would keep its connection open
-            raise
-
-    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT], *,
-                            on_token: TokenSink | None = None, max_tokens: int | None = None) -> ModelT:
-        """JSON answer validated by `schema`; one repair round that shows the model its error."""
-        history = list(messages)
+    async def complete_json(self, messages: Sequence[Message], schema: type[ModelT], *, max_tokens: int,
+                            on_token: TokenSink | None = None) -> ModelT:
+        """JSON answer validated by `schema`, in at most two calls: an answer that overflowed
+        (its cap, or a loop) is asked for again, shorter, without being shown back; an invalid
+        one gets one repair round that shows the model its error and the start of its answer."""
         json_schema = _json_schema(schema)
-        text = await self.complete(history, json_mode=True, on_token=on_token, json_schema=json_schema,
-                                   max_tokens=max_tokens)
+        try:
+            text = await self.complete(messages, json_mode=True, on_token=on_token, json_schema=json_schema,
+                                       max_tokens=max_tokens)
+        except LlmOverflowError as exc:
+            retry = [*messages, {"role": "user", "content": _SHORTER.format(error=exc)}]
+            text = await self.complete(retry, json_mode=True, on_token=on_token, json_schema=json_schema,
+                                       max_tokens=max_tokens)
+            try:
+                return schema.model_validate(parse_json_object(text))
+            except (JsonParseError, ValidationError) as invalid:
+                raise LlmJsonError(f"LLM answer overflowed, then was invalid: {_short(invalid)}") from invalid
         try:
             return schema.model_validate(parse_json_object(text))
         except (JsonParseError, ValidationError) as exc:
             log.warning("LLM JSON invalid, asking for a repair: %s", _short(exc))
-            history += [
-                {"role": "assistant", "content": text},
+            echoed = text if len(text) <= REPAIR_ECHO_CHARS else text[:REPAIR_ECHO_CHARS] + " …[cut]"
+            history = [
+                *messages,
+                {"role": "assistant", "content": echoed},
                 {
                     "role": "user",
                     "content": f"Your answer was not valid JSON for the schema: {_short(exc)}. "
@@ -293,6 +275,15 @@ class LitellmProvider:
 
     def _dead_message(self, spec: TierSpec) -> str:
         return f"LLM heartbeat: no token for {self._heartbeat:g} s ({spec.model})"
+
+
+#: The second try of an answer that overflowed: the same request, asked for shorter.
+_SHORTER = ("Your previous answer was cut: {error}. Answer the same request again with a much shorter JSON "
+            "object: every text one or two sentences, lists with only the items that are needed, nothing repeated.")
+
+
+#: Weight of the newest call in the measured generation speed (a moving average).
+SPEED_WEIGHT = 0.3
 
 
 @dataclass
@@ -326,27 +317,6 @@ def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int) -> flo
     except Exception:
         return 0.0
     return float(prompt + completion)
-
-
-def _transient(exc: LlmError) -> bool:
-    """429, 5xx and connection problems are worth another try; a bad request is not."""
-    cause = exc.__cause__
-    status = getattr(cause, "status_code", None)
-    if status in (429, 500, 502, 503, 504):
-        return True
-    return type(cause).__name__ in ("APIConnectionError", "ServiceUnavailableError", "RateLimitError",
-                                    "InternalServerError", "Timeout")
-
-
-async def _close(stream: Any) -> None:
-    """Free the HTTP connection of an abandoned stream (a stalled one would otherwise linger)."""
-    aclose = getattr(stream, "aclose", None)
-    if aclose is None:
-        return
-    try:
-        await asyncio.wait_for(aclose(), 2.0)
-    except Exception:  # closing is best effort
-        log.debug("closing LLM stream failed", exc_info=True)
 
 
 def _short(exc: Exception, limit: int = 300) -> str:

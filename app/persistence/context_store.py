@@ -13,7 +13,7 @@ import asyncio
 import builtins
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -33,8 +33,6 @@ Document = dict[str, Any]
 
 _KEY_FIELDS = ("task_id", "scope", "scope_key")
 _DIGITS = re.compile(r"(\d+)")
-_STEP_KEY = re.compile(r"^goal/(\d+)/step/(\d+)$")
-_GOAL_KEY = re.compile(r"^goal/(\d+)$")
 
 
 def _utcnow() -> datetime:
@@ -204,56 +202,10 @@ class ContextStore:
     def goal_key(goal_index: int) -> str:
         return f"goal/{goal_index}"
 
-    async def assemble_step_context(
-        self, task_id: str, goal_index: int, step_index: int, *, max_chars: int = 2000
-    ) -> str:
-        """Markdown for execute_step: summaries of earlier goals, then of earlier steps of this
-        goal, newest last. Over ``max_chars`` the oldest entries are dropped first, because the
-        most recent results matter most to the next step. Empty string when there is nothing."""
-        entries = await self._find_sorted({"task_id": task_id, "scope": {"$in": ["goal", "step"]}})
-        goal_lines: list[str] = []
-        step_lines: list[str] = []
-        for entry in entries:
-            if entry.scope == "goal" and (goal := _key_indexes(_GOAL_KEY, entry.scope_key)) and goal[0] < goal_index:
-                goal_lines.append(_line(entry))
-            elif (entry.scope == "step" and (step := _key_indexes(_STEP_KEY, entry.scope_key))
-                  and step[0] == goal_index and step[1] < step_index):
-                step_lines.append(_line(entry))
-        omitted = 0
-        text = _render_step_context(goal_index, goal_lines, step_lines, omitted)
-        # Keep at least the newest entry (clipped below) rather than return only the omission note.
-        while len(text) > max_chars and len(goal_lines) + len(step_lines) > 1:
-            (goal_lines if goal_lines else step_lines).pop(0)
-            omitted += 1
-            text = _render_step_context(goal_index, goal_lines, step_lines, omitted)
-        return _clip(text, max_chars)
-
     async def assemble_epic_review_context(self, task_id: str) -> str:
         """One ``goal/<i>: summary`` line per goal: the epic review needs names/status only."""
         return "\n".join(_line(e, bullet="") for e in await self.list(task_id, "goal"))
 
 
-def _key_indexes(pattern: re.Pattern[str], scope_key: str) -> tuple[int, ...] | None:
-    match = pattern.match(scope_key)
-    return tuple(int(group) for group in match.groups()) if match else None
-
-
 def _line(entry: ContextEntry, bullet: str = "- ") -> str:
     return f"{bullet}{entry.scope_key}: {' '.join(entry.summary.split())}"
-
-
-def _render_step_context(goal_index: int, goal_lines: Sequence[str], step_lines: Sequence[str], omitted: int) -> str:
-    sections = []
-    if omitted:
-        sections.append(f"_({omitted} earlier entries omitted)_")
-    if goal_lines:
-        sections.append("## Previous goals\n" + "\n".join(goal_lines))
-    if step_lines:
-        sections.append(f"## Previous steps of goal {goal_index}\n" + "\n".join(step_lines))
-    return "\n\n".join(sections)
-
-
-def _clip(text: str, max_chars: int) -> str:
-    if len(text) <= max_chars:
-        return text
-    return text[: max_chars - 1] + "…" if max_chars > 0 else ""

@@ -241,9 +241,10 @@ class RunDriver:
             current_scope().node = node  # LLM usage is booked to the running node
             goals, steps = tracked.get("goals") or [], tracked.get("steps") or []
             run_progress.percent = progress.monotonic(run_progress.percent, tracked, node)
+            language = run_language(tracked, self._context.settings)
             push = ProgressPush(
                 task_id=run.task_id, client_id=run.client_id, node=node,
-                message=progress.message(tracked, node, texts(run_language(tracked, self._context.settings))),
+                message=progress.message(tracked, node, texts(language), language),
                 percent=run_progress.percent,
                 goal_index=int(tracked.get("current_goal_index") or 0), total_goals=len(goals),
                 step_index=int(tracked.get("current_step_index") or 0), total_steps=len(steps),
@@ -260,6 +261,8 @@ class RunDriver:
             if began is not None:
                 seconds = time.perf_counter() - began
                 self._metrics.node_finished(node, seconds, failed=bool(error))
+                if (budget := current_scope().budget) is not None:
+                    budget.record_node(node, seconds)
                 duration = round(seconds * 1000, 2)
             events.publish("node_end", {"node": node, "duration_ms": duration,
                                         **({"error": str(error)} if error else {})})

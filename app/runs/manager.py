@@ -271,9 +271,9 @@ class RunManager:
                 identity.thread_id, cancelled, run.progress.values, fallback_language=run.language))
         except (LlmError, WorkspaceError, BudgetExceededError) as exc:  # expected: one line, no traceback
             log.warning("orchestration %s failed: %s", identity.thread_id, exc)
+            # Their messages are written for the user (a spent budget in the run's language): no class name.
             outcome = RunOutcome(status="error", percent=run.progress.percent, error=await self._ending.failure_text(
-                identity.thread_id, f"{type(exc).__name__}: {exc}", run.progress.values,
-                fallback_language=run.language))
+                identity.thread_id, str(exc), run.progress.values, fallback_language=run.language))
         except Exception as exc:  # every failure must reach Kotlin as an error status
             log.exception("orchestration %s failed", identity.thread_id)
             outcome = RunOutcome(status="error", percent=run.progress.percent, error=await self._ending.failure_text(

@@ -11,10 +11,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from app.llm.budget import describe_nodes, node_usage
 from app.persistence.runs import RunRecord
 from app.runs.lifecycle import RunIdentity, RunOutcome
 from app.schemas.kotlin import status_reply
-from app.schemas.runs import RunSummary
+from app.schemas.runs import NodeUsage, RunSummary, RunUsage
 
 
 def status_map(thread_id: str, record: RunRecord | None, *, live_percent: float | None = None) -> dict[str, str]:
@@ -45,11 +46,17 @@ def status_map(thread_id: str, record: RunRecord | None, *, live_percent: float 
 
 
 def usage_fields(usage: dict[str, Any]) -> dict[str, Any]:
-    """LLM totals for /status (strings there, like every value); nothing when none were used."""
+    """LLM totals and the time per node for /status (strings there, like every value); nothing
+    when none were recorded."""
     if not usage:
         return {}
-    return {"llm_tokens": usage.get("tokens", 0), "llm_cost_usd": f"{float(usage.get('cost_usd', 0.0)):.6f}",
-            "llm_seconds": usage.get("seconds", 0)}
+    fields = {"llm_tokens": usage.get("tokens", 0), "llm_cost_usd": f"{float(usage.get('cost_usd', 0.0)):.6f}",
+              "llm_seconds": usage.get("seconds", 0)}
+    if "llm_calls" in usage:
+        fields["llm_calls"] = usage["llm_calls"]
+    if by_node := describe_nodes(usage):
+        fields["time_by_node"] = by_node
+    return fields
 
 
 def record_of(identity: RunIdentity, outcome: RunOutcome) -> RunRecord:
@@ -69,7 +76,20 @@ def run_summary(record: RunRecord) -> RunSummary:
         thread_id=record.thread_id, task_id=record.task_id, client_id=record.client_id, status=record.status,
         percent=record.percent, branch=record.branch or None, summary=record.summary or None,
         error=record.error or None, created_at=_iso(record.created_at), updated_at=_iso(record.updated_at),
+        usage=run_usage(record.usage),
     )
+
+
+def run_usage(usage: dict[str, Any]) -> RunUsage | None:
+    """The run's model use and its time per node (None before the first record of it)."""
+    if not usage:
+        return None
+    return RunUsage(
+        llm_calls=int(usage.get("llm_calls", 0)), llm_tokens=int(usage.get("tokens", 0)),
+        llm_cost_usd=float(usage.get("cost_usd", 0.0)), seconds=float(usage.get("seconds", 0.0)),
+        nodes=[NodeUsage(node=node, seconds=float(f["seconds"]), llm_calls=int(f["llm_calls"]),
+                         llm_tokens=int(f["llm_tokens"]), llm_seconds=float(f["llm_seconds"]))
+               for node, f in node_usage(usage).items()])
 
 
 def _iso(epoch: float) -> str:

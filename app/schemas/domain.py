@@ -67,6 +67,21 @@ def _fold(value: Any) -> Any:
 Folded = BeforeValidator(_fold)
 
 
+def bounded(max_length: int | None = None, *, items: int | None = None, item_length: int | None = None) -> Any:
+    """JSON-schema bounds the model's grammar enforces (a string's length, a list's items) without
+    validating them: a grammar-constrained small model stops there instead of looping to its cap
+    (llama.cpp honours maxLength and maxItems); a larger model without a grammar that writes more
+    is still understood."""
+    extra: dict[str, Any] = {}
+    if max_length is not None:
+        extra["maxLength"] = max_length
+    if items is not None:
+        extra["maxItems"] = items
+    if item_length is not None:
+        extra["items"] = {"type": "string", "maxLength": item_length}
+    return extra
+
+
 class CodingTask(BaseModel):
     id: str
     client_id: str
@@ -91,11 +106,12 @@ class Classification(_Lenient):
         validation_alias=AliasChoices("task_category", "category", "taskCategory"))
     task_action: Annotated[TaskAction, Folded] = Field(
         validation_alias=AliasChoices("task_action", "action", "taskAction"))
-    external_refs: list[str] = Field(default_factory=list)
+    external_refs: list[str] = Field(default_factory=list, json_schema_extra=bounded(items=5, item_length=80))
     complexity: Annotated[Complexity, Folded] = Complexity.MEDIUM
     goal_clear: bool = True
-    clarification_questions: list[str] = Field(default_factory=list)
-    reasoning: str = ""
+    clarification_questions: list[str] = Field(default_factory=list,
+                                               json_schema_extra=bounded(items=3, item_length=200))
+    reasoning: str = Field(default="", json_schema_extra=bounded(200))
 
     @field_validator("clarification_questions", "external_refs", mode="before")
     @classmethod
@@ -108,22 +124,22 @@ class Classification(_Lenient):
 
 
 class TrackerOperation(_Lenient):
-    op: str = "create"  # create | update | comment
-    title: str | None = None
-    description: str = ""
-    issue_key: str | None = None
-    status: str | None = None
-    comment: str | None = None
-    type: str = "task"
+    op: str = Field(default="create", json_schema_extra=bounded(10))  # create | update | comment
+    title: str | None = Field(default=None, json_schema_extra=bounded(120))
+    description: str = Field(default="", json_schema_extra=bounded(600))
+    issue_key: str | None = Field(default=None, json_schema_extra=bounded(40))
+    status: str | None = Field(default=None, json_schema_extra=bounded(40))
+    comment: str | None = Field(default=None, json_schema_extra=bounded(600))
+    type: str = Field(default="task", json_schema_extra=bounded(20))
 
 
 class CodingStep(_Lenient):
     index: int = 0
-    instructions: str
+    instructions: str = Field(json_schema_extra=bounded(1200))
     step_type: Annotated[StepType, Folded] = StepType.CODE
     agent_type: str | None = None
-    files: list[str] = Field(default_factory=list)
-    tracker_operations: list[TrackerOperation] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list, json_schema_extra=bounded(items=8, item_length=160))
+    tracker_operations: list[TrackerOperation] = Field(default_factory=list, json_schema_extra=bounded(items=5))
     expects_changes: bool = True
     """A code step that changes nothing has failed, unless the planner said it only inspects,
     analyses or runs something; such a step passes without a diff and its findings reach the
@@ -135,11 +151,11 @@ class CodingStep(_Lenient):
 
 
 class Goal(_Lenient):
-    id: str
-    title: str
-    description: str = ""
+    id: str = Field(json_schema_extra=bounded(24))
+    title: str = Field(json_schema_extra=bounded(120))
+    description: str = Field(default="", json_schema_extra=bounded(500))
     complexity: Annotated[Complexity, Folded] = Complexity.MEDIUM
-    dependencies: list[str] = Field(default_factory=list)
+    dependencies: list[str] = Field(default_factory=list, json_schema_extra=bounded(items=6, item_length=24))
 
     @field_validator("id", mode="before")
     @classmethod
@@ -153,7 +169,7 @@ class Goal(_Lenient):
 
 
 class GoalPlan(_Lenient):
-    goals: list[Goal] = Field(min_length=1)
+    goals: list[Goal] = Field(min_length=1, json_schema_extra=bounded(items=8))
 
     @field_validator("goals")
     @classmethod
@@ -170,7 +186,7 @@ class GoalPlan(_Lenient):
 
 
 class StepPlan(_Lenient):
-    steps: list[CodingStep] = Field(min_length=1)
+    steps: list[CodingStep] = Field(min_length=1, json_schema_extra=bounded(items=6))
 
 
 class StepResult(BaseModel):
@@ -215,8 +231,8 @@ class ReviewVerdict(_Lenient):
     """The reviewer's JSON (`require_review`)."""
 
     approved: bool
-    issues: list[str] = Field(default_factory=list)
-    summary: str = ""
+    issues: list[str] = Field(default_factory=list, json_schema_extra=bounded(items=5, item_length=240))
+    summary: str = Field(default="", json_schema_extra=bounded(240))
 
     @field_validator("issues", mode="before")
     @classmethod
@@ -229,11 +245,11 @@ class ReviewVerdict(_Lenient):
 class Reflection(_Lenient):
     """The reflection's JSON: exactly the keys of spec 000's ReflectionEngine."""
 
-    analysis: str = ""
-    root_cause: str = ""
+    analysis: str = Field(default="", json_schema_extra=bounded(300))
+    root_cause: str = Field(default="", json_schema_extra=bounded(300))
     suggested_action: Annotated[RecoveryAction, Folded]
     confidence: float = 0.5
-    modification_hint: str = ""
+    modification_hint: str = Field(default="", json_schema_extra=bounded(500))
 
     @field_validator("confidence", mode="before")
     @classmethod
@@ -272,7 +288,10 @@ class Recovery(BaseModel):
     hint: str = ""
     """How the next attempt should differ (the reflection's modification hint, or the user's words)."""
     source: str = "llm"
-    """llm | fallback | user | cap: who decided."""
+    """llm | fallback | rule | user | cap: who decided."""
+    keep_changes: bool = False
+    """A retry works on top of the failed attempt's change (its tests failed, nothing else: the next
+    attempt fixes it, as a test loop would) instead of from the step's start."""
     note: str = ""
     """Why a suggestion was overruled (a cap, a critical step), for the SSE stream and the report."""
 
@@ -281,7 +300,7 @@ class RecoveryChoice(_Lenient):
     """The LLM's reading of a user's answer to a recovery question."""
 
     suggested_action: Annotated[RecoveryAction, Folded]
-    hint: str = ""
+    hint: str = Field(default="", json_schema_extra=bounded(300))
 
     @field_validator("hint", mode="before")
     @classmethod
@@ -293,9 +312,9 @@ class ApprovalDecision(BaseModel):
     """An answer to an approval gate, interpreted (app/graph/approval.py)."""
 
     approved: bool
-    modification: str | None = None
+    modification: str | None = Field(default=None, json_schema_extra=bounded(300))
     """The condition or change the user attached ("ale ne do mastera", "přidej testy")."""
-    reason: str | None = None
+    reason: str | None = Field(default=None, json_schema_extra=bounded(300))
     """The user's words after a refusal ("ne, udělej to bez nové závislosti" → the rest)."""
 
 

@@ -43,6 +43,8 @@ class Texts:
     forbidden_kept: str
     check_too_many_files: str
     check_sentence_file: str
+    check_placeholder_file: str
+    check_tests_changed: str
     check_syntax: str
     check_lost_definitions: str
     check_tests_failed: str
@@ -56,6 +58,7 @@ class Texts:
     recovery_cap_attempts: str
     recovery_options: str
     retry_section: str
+    recovery_repeat_hint: str
     # gates
     plan_gate: str
     plan_gate_replanned: str
@@ -65,6 +68,8 @@ class Texts:
     plan_rejected: str
     # report
     report_done_steps: str
+    report_done_work: str
+    report_tests_passed: str
     report_files: str
     report_finished_goals: str
     report_skipped: str
@@ -97,6 +102,7 @@ class Texts:
     plan_gate_after: str
     # report warnings written by the orchestrator itself
     warning_classification_fallback: str
+    warning_plan_fallback: str
     warning_branch_not_allowed: str
     warning_no_other_branch: str
     step_failed: str

@@ -33,6 +33,10 @@ CS = Texts(
     forbidden_kept="Nelze vrátit (pracovní prostor nemá snímek stavu před krokem), zůstávají: {files}.",
     check_too_many_files="Změněno {count} souborů, povoleno nejvýše {limit}: zužte změnu jen na to, co krok žádá.",
     check_sentence_file="Vznikl soubor pojmenovaný jako věta: {path}. Změnu zapiš do souboru, kterého se krok týká.",
+    check_placeholder_file=("Vznikl soubor {path}, který nikdo nežádal a vypadá jako vzor z ukázky formátu. "
+                            "Změnu zapiš do souboru, kterého se krok týká."),
+    check_tests_changed=("Krok změnil testy, které měnit neměl: {files}. Testy se nemění, aby prošly; "
+                         "uprav kód tak, aby testy prošly beze změny."),
     check_syntax="{path} po změně nejde přeložit (řádek {line}: {error}). Oprav syntaxi.",
     check_lost_definitions="Z {path} zmizelo {names}, což krok nežádal. "
                            "Zachovej původní obsah a jen přidej nebo uprav, co krok žádá.",
@@ -49,6 +53,8 @@ CS = Texts(
                       "- „přeskoč“ – krok vynechat\n"
                       "- „přeplánuj“ – naplánovat zbývající práci znovu\n"
                       "- „stop“ – skončit (hotovou práci nabídnu ke commitu)"),
+    recovery_repeat_hint=("Tento pokus selhal stejně a se stejnou změnou jako dřívější: zkus jiný postup, "
+                          "znovu si přečti zadání a testy a napiš kód jinak."),
     retry_section="Předchozí pokus {attempt} selhal",
     plan_gate="Plán: {goals} cílů ve {waves} vlnách",
     plan_gate_replanned="Přeplánováno ({reason}). Plán: {goals} cílů ve {waves} vlnách",
@@ -57,6 +63,8 @@ CS = Texts(
                         "Commitnout hotovou práci ({count} souborů) do větve '{branch}'?",
     push_gate="Push větve '{branch}' na vzdálený repozitář",
     plan_rejected="Plán byl zamítnut uživatelem; nic nebylo provedeno.",
+    report_done_work="Hotovo: {what}.",
+    report_tests_passed="Testy projektu prošly.",
     report_done_steps="Dokončeno {ok} z {total} kroků.",
     report_files="Změněné soubory: {files}.",
     report_finished_goals="Hotové cíle: {goals}.",
@@ -88,6 +96,7 @@ CS = Texts(
     plan_gate_after="(po: {goals})",
     warning_classification_fallback=("Požadavek nešlo klasifikovat, použita záložní pravidla "
                                      "({category}/{action}): {error}"),
+    warning_plan_fallback="plán kroků se nepodařilo sestavit, požadavek šel agentovi jako jeden krok ({error})",
     warning_branch_not_allowed="větev '{branch}' není mezi povolenými větvemi; použita '{used}'",
     warning_no_other_branch="žádná povolená větev kromě '{branch}'",
     step_failed="krok selhal",

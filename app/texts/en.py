@@ -35,6 +35,10 @@ EN = Texts(
     check_too_many_files="{count} files changed, at most {limit} allowed: narrow the change to what the step asks.",
     check_sentence_file="A file named like a sentence was created: {path}. "
                         "Write the change into the file the step is about.",
+    check_placeholder_file=("A file nobody asked for that looks like a format example was created: {path}. "
+                            "Write the change into the file the step is about."),
+    check_tests_changed=("The step changed tests it was not asked to change: {files}. Tests are not edited "
+                         "to pass; change the code so that they pass unchanged."),
     check_syntax="{path} no longer parses (line {line}: {error}). Fix the syntax.",
     check_lost_definitions="{path} lost {names}, which the step did not ask for. "
                            "Keep the file's content and only add or change what the step asks.",
@@ -51,6 +55,8 @@ EN = Texts(
                       "- “skip” – leave the step out\n"
                       "- “replan” – plan the remaining work again\n"
                       "- “stop” – finish now (finished work is offered for commit)"),
+    recovery_repeat_hint=("This attempt failed exactly like an earlier one, with the same change: take another "
+                          "approach, reread the instructions and the tests and write the code differently."),
     retry_section="Previous attempt {attempt} failed",
     plan_gate="Plan: {goals} goals in {waves} waves",
     plan_gate_replanned="Replanned ({reason}). Plan: {goals} goals in {waves} waves",
@@ -59,6 +65,8 @@ EN = Texts(
                         "Commit the finished work ({count} files) to branch '{branch}'?",
     push_gate="Push branch '{branch}' to the remote",
     plan_rejected="The plan was rejected by the user; nothing was done.",
+    report_done_work="Done: {what}.",
+    report_tests_passed="The project's tests passed.",
     report_done_steps="Completed {ok} of {total} steps.",
     report_files="Changed files: {files}.",
     report_finished_goals="Finished goals: {goals}.",
@@ -89,6 +97,7 @@ EN = Texts(
     tracker_not_updated="Issue {key} was not updated: the tracker did not carry it out ({reason})",
     plan_gate_after="(after: {goals})",
     warning_classification_fallback="classification fallback ({category}/{action}): {error}",
+    warning_plan_fallback="no usable step plan, the request went to the agent as one step ({error})",
     warning_branch_not_allowed="branch '{branch}' is not among the allowed branches; used '{used}'",
     warning_no_other_branch="no allowed branch other than '{branch}'",
     step_failed="the step failed",

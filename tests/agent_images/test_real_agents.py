@@ -71,10 +71,11 @@ def test_aider_edits_a_file_and_commits_nothing(aider_bin: Path, llm: ScriptedLl
     (aider/coders/wholefile_prompts.py)."""
     repo = make_git_repo(tmp_path / "repo")
     (repo / "greet.py").write_text('def greet():\n    return "hi"\n')
-    git(repo, "add", "greet.py")
+    (repo / "test_greet.py").write_text("from greet import greet\nassert greet() == 'hello world'\n")
+    git(repo, "add", "greet.py", "test_greet.py")
     git(repo, "commit", "-qm", "greet")
     before = git(repo, "rev-parse", "HEAD").strip()
-    hand_over(repo, "Make greet() return 'hello world'.", files=["greet.py"])
+    hand_over(repo, "Make greet() return 'hello world'.", files=["greet.py"], read_files=["test_greet.py"])
     llm.script(Reply("Make greet() return", AIDER_ANSWER, name="edit"))
     home = tmp_path / "home"
     home.mkdir()
@@ -91,8 +92,11 @@ def test_aider_edits_a_file_and_commits_nothing(aider_bin: Path, llm: ScriptedLl
     assert git(repo, "diff", "--cached", "--name-only") == ""
     assert not (repo / ".gitignore").exists()  # --no-gitignore
     (request,) = [r for r in llm.requests if r.matched == "edit"]
-    assert request.path == "/v1/chat/completions" and request.model == "test-model" and request.stream is False
+    # streamed: a stopped agent closes the connection, so a real model server stops generating
+    assert request.path == "/v1/chat/completions" and request.model == "test-model" and request.stream is True
     assert 'return "hi"' in request.text  # aider sent the file it was given
+    assert "assert greet() == 'hello world'" in request.text  # and the test covering it, read-only
+    assert "raw.githubusercontent.com" not in done.stdout + done.stderr  # no price-list download at start
 
 
 def test_aider_llm_error_with_exit_0_is_a_failure(aider_bin: Path, llm: ScriptedLlmServer, tmp_path: Path) -> None:

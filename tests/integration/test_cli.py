@@ -32,7 +32,7 @@ from tests.support import (
 )
 
 RUN_KEYS = ["thread_id", "task_id", "client_id", "status", "percent", "branch", "summary", "error", "created_at",
-            "updated_at"]
+            "updated_at", "usage"]
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +95,9 @@ def test_run_with_yes_ends_done_with_the_branch_in_the_users_repository(
     assert "100%|" in result.stderr and "execute_step · goal 1/1 · step 1/1" in result.stderr
     assert "wrote app/health.py" in result.stdout  # the agent's own output, live
     assert push_failures(cli_service) == failures_before  # the client's receiver took the service's pushes
+    # where the time went, at the end: per node, and the model's share
+    assert re.search(r"time by node: intake [\d.]+ s \(1 call, \d+ tokens, [\d.]+ s\); evidence_pack", result.stdout)
+    assert re.search(r"model: 2 calls, \d+ tokens, \d+ s of run time", result.stdout)
 
     thread_id = thread_of(result)
     status = jervis("status", thread_id, "--url", cli_service.url)

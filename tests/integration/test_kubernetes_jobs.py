@@ -115,8 +115,9 @@ def test_agent_past_its_deadline_is_retried_then_the_user_is_asked(
     error = kotlin.wait_for_status(thread_id=thread_id, status="error", timeout=30)
 
     assert "timed out after 2 s" in error["error"]
-    [job] = agent_jobs(cluster, body_task(thread_id))
-    assert (job, "Background") in cluster.deletes  # the timed-out attempt's Job is gone
+    jobs = agent_jobs(cluster, body_task(thread_id))
+    assert len(jobs) == 2  # the first timeout is retried, the second one's reflection asks the user
+    assert all((job, "Background") in cluster.deletes for job in jobs)  # the timed-out attempts' Jobs are gone
 
 
 def test_unpullable_image_fails_fast_instead_of_waiting(kube_service, k8s, llm, kotlin, workspace) -> None:

@@ -127,49 +127,6 @@ async def test_save_nowait_logs_failures_instead_of_raising(
     assert await store.get("task-1", "step", "goal/0/step/1") is not None
 
 
-async def test_assemble_step_context_lists_earlier_goals_then_earlier_steps(store: ContextStore) -> None:
-    await store.save("task-1", "goal", "goal/0", "Set up the project")
-    await store.save("task-1", "goal", "goal/1", "Added the API")
-    await store.save("task-1", "goal", "goal/2", "current goal, not finished")
-    await store.save("task-1", "step", "goal/1/step/0", "step of an earlier goal")
-    await store.save("task-1", "step", "goal/2/step/0", "Wrote the model")
-    await store.save("task-1", "step", "goal/2/step/1", "Wrote the\nrepository")
-    await store.save("task-1", "step", "goal/2/step/2", "the current step")
-    await store.save("task-1", "agent_result", "goal/2/step/0", "raw agent output")
-    await store.save("task-2", "goal", "goal/0", "other task")
-
-    text = await store.assemble_step_context("task-1", 2, 2)
-
-    order = ["goal/0: Set up the project", "goal/1: Added the API", "goal/2/step/0: Wrote the model",
-             "goal/2/step/1: Wrote the repository"]
-    positions = [text.index(line) for line in order]
-    assert positions == sorted(positions)  # newest last
-    for excluded in ("not finished", "earlier goal", "current step", "raw agent", "other task"):
-        assert excluded not in text
-    assert "## Previous goals" in text and "## Previous steps of goal 2" in text
-    assert await store.assemble_step_context("task-1", 0, 0) == ""
-
-
-async def test_assemble_step_context_drops_oldest_entries_to_fit(store: ContextStore) -> None:
-    for goal in range(10):
-        await store.save("task-1", "goal", store.goal_key(goal), f"goal {goal} " + "x" * 80)
-    for step in range(3):
-        await store.save("task-1", "step", store.step_key(10, step), f"step {step} " + "y" * 80)
-
-    text = await store.assemble_step_context("task-1", 10, 3, max_chars=400)
-
-    assert len(text) <= 400
-    assert "goal/10/step/2: step 2" in text  # the newest survives
-    assert "goal/0:" not in text  # the oldest went first
-    assert "earlier entries omitted" in text
-
-
-async def test_assemble_step_context_clips_a_single_oversized_entry(store: ContextStore) -> None:
-    await store.save("task-1", "step", "goal/0/step/0", "z" * 5000)
-    text = await store.assemble_step_context("task-1", 0, 1, max_chars=300)
-    assert len(text) == 300 and text.endswith("…") and "goal/0/step/0" in text
-
-
 async def test_epic_review_context_is_one_line_per_goal(store: ContextStore) -> None:
     await store.save("task-1", "goal", "goal/1", "Build the API\nwith tests")
     await store.save("task-1", "goal", "goal/0", "Design the schema")

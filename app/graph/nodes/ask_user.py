@@ -53,6 +53,6 @@ async def ask_user(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
         action, hint = RecoveryAction.STOP, ""  # the user's replan cannot go past the cap either
     if action in recovery.RETRIES and at_cap:
         updates["extra_attempts"] = state.get("extra_attempts", 0) + 1  # the user grants one more
-    decided = asked.model_copy(update={"action": action, "hint": hint or asked.hint, "source": "user",
-                                       "note": f"user: {clip(answer, 200)}"})
+    decided = Recovery.model_validate(asked.model_dump() | {  # validated: the action is an enum again
+        "action": action, "hint": hint or asked.hint, "source": "user", "note": f"user: {clip(answer, 200)}"})
     return updates | await apply_decision(state, runtime, decided)

@@ -169,8 +169,10 @@ async def _review(state: OrchestratorState, runtime: NodeRuntime, step: CodingSt
     ctx = runtime.context
     diff = await step_changes.diff(ctx.snapshots, workspace, last.get("base_tree"))
     goal = current_goal(state)
-    result = await verification.review(ctx, goal=f"{goal['title']}\n{goal.get('description', '')}",
-                                       step=step.instructions, diff=diff, language=language)
+    goal_text = f"{goal['title']}\n{goal.get('description', '')}".strip()
+    if goal_text.rstrip("…") in step.instructions:  # a single task's goal is its request: said once
+        goal_text = ""
+    result = await verification.review(ctx, goal=goal_text, step=step.instructions, diff=diff, language=language)
     if isinstance(result, ReviewVerdict):
         if result.approved:
             return EvaluationCheck(name="review", status=CheckStatus.PASSED, message=result.summary)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 from app.agents.base import AgentJob, AgentResult
 from app.agents.confinement import WorkspaceEscapeError
 from app.agents.control import should_detach
+from app.agents.test_command import resolve_test_command
 from app.agents.workspace import StepBrief, WorkspaceError
 from app.clients.kotlin import TrackerError
 from app.graph import chat, prompts, step_changes
@@ -24,6 +27,8 @@ from app.graph.nodes._common import (
     task_brief,
     task_of,
 )
+from app.graph.report import done_slots
+from app.graph.request_scope import covering_tests, is_test_file, list_files, named_paths, resolve
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict, Rules, TaskDict
 from app.graph.tracker_ops import TrackerCall, carry_out
@@ -38,6 +43,7 @@ log = logging.getLogger(__name__)
 FINDINGS_CHARS = 1500
 CONVERSATION_CHARS = 1500
 FEEDBACK_CHARS = 3000
+EARLIER_CHARS = 1500
 
 
 def retry_feedback(state: OrchestratorState, step: CodingStep, language: str) -> str:
@@ -55,8 +61,19 @@ def retry_feedback(state: OrchestratorState, step: CodingStep, language: str) ->
         lines.append(f"Root cause: {recovery.root_cause}")
     if recovery.hint:
         lines.append(f"Do differently: {recovery.hint}")
-    lines.append("The workspace was reset to its state before this step.")
+    lines.append("Your previous change is still in the files: fix it so that the tests pass." if recovery.keep_changes
+                 else "The workspace was reset to its state before this step.")
     return "\n".join(lines)
+
+
+def keeps_changes(state: OrchestratorState, step: CodingStep) -> bool:
+    """Whether this attempt works on top of the failed one's change (see `Recovery.keep_changes`)."""
+    raw = state.get("recovery")
+    if not raw or state.get("attempt", 1) <= 1:
+        return False
+    recovery = Recovery.model_validate(raw)
+    return recovery.keep_changes and (recovery.goal_index, recovery.step_index) == (
+        state.get("current_goal_index", 0), step.index)
 
 
 def earlier_findings(state: OrchestratorState, goal_index: int, step_index: int) -> str:
@@ -69,27 +86,75 @@ def earlier_findings(state: OrchestratorState, goal_index: int, step_index: int)
     return clip("\n".join(found[i] for i in sorted(found)), FINDINGS_CHARS)
 
 
-def render_instructions(step: CodingStep, goal: GoalDict, task: TaskDict, rules: Rules,
-                        earlier: str, *, findings: str = "", feedback: str = "", conversation: str = "",
+def render_instructions(step: CodingStep, goal: GoalDict, task: TaskDict, rules: Rules, *, single_goal: bool,
+                        earlier: str = "", findings: str = "", feedback: str = "", conversation: str = "",
+                        tests: list[str] | None = None, test_command: str | None = None,
                         conditions: list[str] | None = None) -> str:
+    """The agent's instructions: the step, its files, the tests that judge it and the rules once,
+    then what it needs to know of the rest (the whole request only when the step is a part of it,
+    earlier steps summarised, the conversation before the request), and last what went wrong in
+    the previous attempt. The stable part comes first, so a retry's prompt starts like the first
+    attempt's and a local model server reuses its cached prefix."""
     files = "\n".join(f"- {f}" for f in step.files) or "- (decide yourself)"
     forbidden = ", ".join(rules.get("forbidden_files", [])) or "-"
     report = ("- This step inspects or runs something: change no file; put what you found in the summary.\n"
               if not step.expects_changes else "")
+    part_of_request = step.instructions.strip() != task["query"].strip()
     sections = [
-        f"# Goal: {goal['title']}\n\n{goal.get('description', '')}",
-        f"## Step {step.index + 1}\n\n{step.instructions}",
-        feedback,
-        f"## Files\n{files}",
+        f"# Task\n\n{step.instructions}",
+        f"## Files to change\n{files}",
+        tests_section(tests or [], test_command),
         f"## Rules\n- Do not run git commands; the orchestrator commits after the user approves.\n"
         f"- Never touch files matching: {forbidden}\n{report}"
         + "".join(f"- The user's condition: {c}\n" for c in conditions or []),
-        f"## Whole task\n{task['query']}",
+        f"## Whole request (this step is one part of it)\n{task['query']}" if part_of_request else "",
+        f"## Goal of this part\n{goal['title']}\n{goal.get('description', '')}".rstrip()
+        if not single_goal else "",
+        f"## Earlier steps (done)\n{earlier}" if earlier else "",
         f"## Findings of earlier steps\n{findings}" if findings else "",
-        f"## Earlier work\n{earlier}" if earlier else "",
-        f"## Conversation\n{conversation}" if conversation else "",
+        f"## Conversation before this request\n{conversation}" if conversation else "",
+        feedback,
     ]
     return "\n\n".join(part for part in sections if part) + "\n"
+
+
+def tests_section(tests: list[str], command: str | None) -> str:
+    """Which tests judge the step: the agent reads them for the exact behaviour and messages
+    expected (bare agents see them only after a failed run) and must not change them."""
+    run = f" The orchestrator runs `{command}` after your change." if command else ""
+    if not tests:
+        return f"## Tests\nMake the project's tests pass.{run} Do not change test files." if command else ""
+    names = ", ".join(tests)
+    return (f"## Tests\nThe tests in {names} cover this change: read them for the exact behaviour and messages they "
+            f"expect, and make them pass.{run} Do not change test files.")
+
+
+def earlier_work(state: OrchestratorState, goal_index: int, step_index: int) -> str:
+    """Earlier goals and the finished steps of this goal, one line each: what they did and which
+    files they changed (the agents' own output stays out of the next agent's prompt)."""
+    lines = [f"- goal {s['title']}: " + (", ".join(s.get("changed_files", [])) or "no files changed")
+             for s in state.get("goal_summaries") or []]
+    for result in done_slots(state):
+        if result.get("goal_index", 0) == goal_index and result["step_index"] < step_index:
+            files = ", ".join(result.get("changed_files", [])) or "no files changed"
+            lines.append(f"- step {result['step_index'] + 1}: {clip(str(result.get('title', '')), 150)} ({files})")
+    return clip("\n".join(lines), EARLIER_CHARS)
+
+
+def conversation_before(state: OrchestratorState, query: str) -> str:
+    """The conversation before this request, newest kept when it is long (the request itself,
+    which Kotlin also lists as the last message, is not repeated)."""
+    text = chat.full_conversation(state, exclude_last=query)
+    return text if len(text) <= CONVERSATION_CHARS else "…" + text[-(CONVERSATION_CHARS - 1):]
+
+
+def step_tests(workspace: Path, step: CodingStep, query: str) -> list[str]:
+    """The test files covering the step's files (or the files its words name), and any test file
+    the step or the request names: the first attempt already knows what will judge it."""
+    files = list_files(workspace)
+    named = resolve(named_paths(f"{step.instructions}\n{query}"), files)
+    targets = step.files or [path for path in named if not is_test_file(path)]
+    return covering_tests(workspace, files, targets, named=[path for path in named if is_test_file(path)])
 
 
 async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> StepResult:
@@ -103,21 +168,26 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
                                    project_id=task.get("project_id"), files=step.files)
     for warning in kb.warnings:
         emit({"type": "warning", "message": warning})
-    earlier = await ctx.context_store.assemble_step_context(task["id"], goal_index, step.index)
     agent = step.agent_type or "claude"
     rules = state.get("rules", {})
     goal = current_goal(state)
+    tests = await asyncio.to_thread(step_tests, workspace, step, task["query"])
+    command = resolve_test_command(state.get("environment"), workspace) if rules.get("require_tests") else None
     brief = StepBrief(
         agent_type=agent,
         instructions=render_instructions(
-            step, goal, task, rules, earlier, findings=earlier_findings(state, goal_index, step.index),
+            step, goal, task, rules, single_goal=len(state.get("goals") or []) <= 1,
+            earlier=earlier_work(state, goal_index, step.index),
+            findings=earlier_findings(state, goal_index, step.index),
             feedback=retry_feedback(state, step, language),
-            conversation=clip(chat.full_conversation(state), CONVERSATION_CHARS),
+            conversation=conversation_before(state, task["query"]),
+            tests=tests, test_command=command.label() if command else None,
             conditions=state.get("user_conditions") or []),
         task=task_brief(state, goal_index, step.index) | {"attempt": attempt},
         kb_context=kb.text,
         environment=state.get("environment"),
         files=step.files,
+        read_files=tests,
         forbidden_files=rules.get("forbidden_files", []),
         title=goal["title"],
         kb_env=kb_env(ctx.settings, task),
@@ -131,9 +201,11 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     key = step_changes.snapshot_key(job.thread_id, goal_index, step.index, step.revision)
     base: str | None = None
 
+    reset = not keeps_changes(state, step)
+
     async def prepare() -> None:
         nonlocal base
-        base = await step_changes.begin_step(ctx.snapshots, workspace, key)
+        base = await step_changes.begin_step(ctx.snapshots, workspace, key, reset=reset)
         await ctx.workspaces.check_links(workspace)
         ctx.workspaces.prepare(workspace, brief)
 
@@ -178,7 +250,7 @@ async def _respond(state: OrchestratorState, runtime: NodeRuntime, step: CodingS
         answer = (await ctx.llm.complete(prompts.execute_respond(
             instructions=step.instructions, task=task_of(state)["query"], context=answer_context(state),
             language=run_language(state, ctx.settings),
-        ))).strip()
+        ), max_tokens=prompts.Cap.ANSWER)).strip()
     except LlmError as exc:
         return StepResult(success=False, summary=f"LLM failed: {exc}", **base), ""
     return StepResult(success=bool(answer), summary=answer[:500] or "Empty answer", **base), answer

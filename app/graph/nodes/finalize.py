@@ -25,9 +25,6 @@ from app.texts import Texts, texts
 from app.texts.language import detect_language
 
 log = logging.getLogger(__name__)
-#: 3-5 sentences need about 150 tokens; a small model asked for them still writes pages of
-#: Markdown when it may (measured: 66 s of the embedded model's time at the end of a run).
-REPORT_TOKENS = 400
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s", re.MULTILINE)
 
 
@@ -55,6 +52,20 @@ def structured_summary(state: OrchestratorState, t: Texts) -> str:
     return " ".join(report.report_lines(state, t))
 
 
+def facts_report(state: OrchestratorState, t: Texts) -> str:
+    """A finished run's report from its facts alone (`REPORT_WRITER=facts`): what was done, in the
+    steps' own words, then the structured lines and whether the tests passed."""
+    lines = [report.done_work(state, t), structured_summary(state, t), report.tests_line(state, t)]
+    return "\n".join(line for line in lines if line)
+
+
+def with_usage(summary: str, t: Texts) -> str:
+    """The report with the run's model usage appended, when it made model calls."""
+    if (budget := current_scope().budget) is not None and budget.total().calls:
+        return f"{summary}\n\n{t.report_usage.format(usage=budget.describe())}"
+    return summary
+
+
 GIT_NOTES = ("commit_rejected", "push_rejected", "committed", "pushed", "not_a_repo", "push_failed")
 
 
@@ -79,9 +90,12 @@ async def finalize(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
         updates |= {"final_result": summary, "error": report.error_text(problem, state, t)}
     else:
         summary = state.get("final_result") or ""
-        if not summary or (state.get("step_results") and any(r.get("step_type") != "respond"
-                                                             for r in state["step_results"])):
+        worked = not summary or (state.get("step_results") and any(r.get("step_type") != "respond"
+                                                                   for r in state["step_results"]))
+        if worked and ctx.settings.report_writer == "model":
             summary = await _written(state, runtime, t, language)
+        elif worked:  # REPORT_WRITER=facts: no model call
+            summary = with_usage(facts_report(state, t), t)
         else:  # an answer: the notices the structured report would carry are added here
             summary = "\n\n".join([summary, *report.notice_lines(state, t)])
         if note := git_note(state, t):
@@ -106,7 +120,7 @@ async def _written(state: OrchestratorState, runtime: NodeRuntime, t: Texts, lan
     note = ""
     try:
         written = (await ctx.llm.complete(prompts.finalize(facts=facts(state), language=language),
-                                          max_tokens=REPORT_TOKENS)).strip()
+                                          max_tokens=prompts.Cap.REPORT)).strip()
     except LlmError as exc:
         log.warning("final report by LLM failed, using the structured one: %s", exc)
         written = ""
@@ -120,6 +134,4 @@ async def _written(state: OrchestratorState, runtime: NodeRuntime, t: Texts, lan
     summary = "\n\n".join([written, *report.notice_lines(state, t)]) if written else structured_summary(state, t)
     if note:
         summary = f"{summary}\n\n{note}"
-    if (budget := current_scope().budget) is not None and budget.total().calls:
-        summary = f"{summary}\n\n{t.report_usage.format(usage=budget.describe())}"
-    return summary
+    return with_usage(summary, t)

@@ -1,26 +1,31 @@
-"""intake (spec §7.1): classify the request (`app/graph/classification.py`) and decide the run's
-language; a KB outage is noted, never fatal."""
+"""intake (spec §7.1): classify the request (`app/graph/classification.py`): by rules where they
+are certain (`INTAKE_BY_RULES`), else by the model held to the rules; a KB outage is noted, never
+fatal."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 from app.agents.workspace import WorkspaceError, render_environment
 from app.graph import chat
-from app.graph.classification import classify
+from app.graph.classification import certain_classification, classify
 from app.graph.nodes._common import NodeRuntime, clarification_text, current_thread_id, identity, run_language, task_of
+from app.graph.request_scope import scope_of
 from app.graph.state import OrchestratorState
 from app.kb.prefetch import fetch_project_context
 from app.llm.scope import cloud_request
+from app.schemas.domain import Classification
 
 
-def has_workspace(runtime: NodeRuntime, workspace_path: str) -> bool:
-    """A project directory with something in it: code changes have somewhere to go."""
+def workspace_root(runtime: NodeRuntime, workspace_path: str) -> Path | None:
+    """The project directory when it has something in it: code changes have somewhere to go."""
     try:
         path = runtime.context.workspaces.resolve(workspace_path)
     except WorkspaceError:
-        return False
-    return path.is_dir() and any(True for _ in path.iterdir())
+        return None
+    return path if path.is_dir() and any(True for _ in path.iterdir()) else None
 
 
 async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
@@ -36,14 +41,23 @@ async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
         )
         project_context = kb.text
         updates |= {"project_context": kb.text, "kb_results": kb.sources, "kb_warnings": kb.warnings}
-    context = "\n\n".join(
-        part for part in (identity(state), project_context, render_environment(state.get("environment"))
-                          if state.get("environment") else "") if part
-    )
-    result, warnings = await classify(
-        ctx.llm, query=task["query"], context=context, recent=chat.recent_messages(state, 5),
-        clarification=clarification_text(state), language=language,
-        workspace=has_workspace(runtime, task["workspace_path"]))
+    root = workspace_root(runtime, task["workspace_path"])
+    clarification = clarification_text(state)
+    certain: Classification | None = None
+    if ctx.settings.intake_by_rules and not clarification:
+        scope = await asyncio.to_thread(scope_of, task["query"], root)
+        certain = certain_classification(task["query"], scope, workspace=root is not None)
+    warnings: list[str] = []
+    if certain is not None:
+        result = certain
+    else:
+        context = "\n\n".join(
+            part for part in (identity(state), project_context, render_environment(state.get("environment"))
+                              if state.get("environment") else "") if part
+        )
+        result, warnings = await classify(
+            ctx.llm, query=task["query"], context=context, recent=chat.recent_messages(state, 5),
+            clarification=clarification, language=language, workspace=root is not None)
     rounds = state.get("clarification_rounds", 0)
     needs = (not result.goal_clear and bool(result.clarification_questions)
              and rounds < ctx.settings.clarification_max_rounds)

@@ -24,7 +24,7 @@ async def _goals(state: OrchestratorState, runtime: NodeRuntime, node: str) -> d
         messages = prompts.plan_goals(query=task["query"], context=planning_context(state),
                                       decisions="\n".join(chat.key_decisions(state)), language=language,
                                       node="plan_epic")
-    plan = await ctx.llm.complete_json(messages, GoalPlan)
+    plan = await ctx.llm.complete_json(messages, GoalPlan, max_tokens=prompts.Cap.GOALS)
     goals = [g.model_dump(mode="json") for g in plan.goals]
     return {"goals": goals, "steps": [], "current_goal_index": 0, "current_step_index": 0}
 

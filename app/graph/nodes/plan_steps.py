@@ -1,7 +1,9 @@
-"""plan_steps (spec §7.7): concrete steps for the current goal, each code step with its agent."""
+"""plan_steps (spec §7.7): concrete steps for the current goal of an epic, each code step with its
+agent. A plan the model cannot deliver falls back to one step that is the goal itself."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from app.graph import prompts
@@ -16,7 +18,11 @@ from app.graph.nodes._common import (
 )
 from app.graph.state import OrchestratorState
 from app.graph.step_cleanup import cleaned_steps
-from app.schemas.domain import StepPlan
+from app.llm.provider import LlmJsonError
+from app.schemas.domain import CodingStep, StepPlan
+from app.texts import texts
+
+log = logging.getLogger(__name__)
 
 
 def done_before(state: OrchestratorState) -> str:
@@ -30,17 +36,19 @@ async def plan_steps(state: OrchestratorState, runtime: NodeRuntime) -> dict[str
     ctx = runtime.context
     goal = current_goal(state)
     task = task_of(state)
-    planned = await ctx.llm.complete_json(
-        prompts.plan_steps(
-            goal=f"{goal['title']}\n{goal.get('description', '')}",
-            task=task["query"],
-            done_before=done_before(state),
-            context=planning_context(state),
-            language=run_language(state, ctx.settings),
-        ),
-        StepPlan,
-    )
-    steps = number_steps(cleaned_steps(planned.steps), complexity=goal.get("complexity"),
-                         preference=task.get("agent_preference", "auto"), mapping=ctx.settings.agent_selection,
-                         revision=state.get("replans", 0))
-    return {"steps": steps, "current_step_index": 0, **reset_step_counters()}
+    language = run_language(state, ctx.settings)
+    goal_text = f"{goal['title']}\n{goal.get('description', '')}".strip()
+    updates: dict[str, Any] = {}
+    try:
+        planned = await ctx.llm.complete_json(
+            prompts.plan_steps(goal=goal_text, task=task["query"], done_before=done_before(state),
+                               context=planning_context(state), language=language),
+            StepPlan, max_tokens=prompts.Cap.STEPS)
+        steps = cleaned_steps(planned.steps)
+    except LlmJsonError as exc:
+        log.warning("plan_steps: no usable step plan (%s); the goal is one step", exc)
+        steps = [CodingStep(instructions=goal_text)]
+        updates["warnings"] = [texts(language).warning_plan_fallback.format(error=exc)]
+    steps_json = number_steps(steps, complexity=goal.get("complexity"), preference=task.get("agent_preference", "auto"),
+                              mapping=ctx.settings.agent_selection, revision=state.get("replans", 0))
+    return updates | {"steps": steps_json, "current_step_index": 0, **reset_step_counters()}

@@ -1,10 +1,13 @@
 """reflect (spec 000, ReflectionEngine): a step failed — why, and what now?
 
-The LLM reads the step, the failure (failing tests, review issues, forbidden files), the agent's
-summary and last output, the diff stat and the attempt number, and answers with spec 000's keys.
-`app/graph/recovery.py` holds its suggestion to the caps; without a readable answer it falls
-back (first failure: retry with the raw failure; then ask the user). Skipping, replanning and
-stopping undo the failed step's changes here, so a later commit holds only finished work.
+From the `REFLECTION_FROM_ATTEMPT`-th failure of a step on, the LLM reads the step, the failure
+(failing tests, review issues, forbidden files), the agent's summary and last output, the step's
+diff and the attempt number, and answers with spec 000's keys; earlier failures are retried with
+the failure itself as feedback, without that call (the agent sees the failing tests' output, as
+a bare agent's test loop would show it). `app/graph/recovery.py` holds every decision to the caps
+and notices a failure that repeats an earlier attempt's exactly; without a readable answer it falls
+back (retry with the raw failure, then ask the user). Skipping, replanning and stopping undo the
+failed step's changes here, so a later commit holds only finished work.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ from app.graph.state import OrchestratorState
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
 from app.persistence.context_store import ContextStore
-from app.schemas.domain import CodingStep, Evaluation, Reflection
+from app.schemas.domain import CheckStatus, CodingStep, Evaluation, Reflection
 from app.texts import texts
 
 log = logging.getLogger(__name__)
 
-OUTPUT_TAIL_CHARS = 1500
+OUTPUT_TAIL_CHARS = 1000
+#: What the reflection sees of the failure (its end: a test run's failures and summary) and of the diff.
+FAILURE_CHARS = 1500
+DIFF_CHARS = 2000
 
 
 async def agent_output(store: ContextStore, task_id: str, goal_index: int, step_index: int) -> str:
@@ -54,32 +60,41 @@ async def reflect(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, A
     t = texts(language)
     failure = evaluation.feedback or last.get("summary", "") or t.step_failed
     task = task_of(state)
-    output = await agent_output(ctx.context_store, task["id"], goal_index, step.index) \
-        if last.get("step_type") == "code" else ""
-    stat = ""
-    if last.get("base_tree"):
-        stat = await step_changes.diff(ctx.snapshots, ctx.workspaces.resolve(task["workspace_path"]),
-                                       last["base_tree"], stat=True)
+    workspace = ctx.workspaces.resolve(task["workspace_path"])
+    diff = await step_changes.diff(ctx.snapshots, workspace, last["base_tree"]) if last.get("base_tree") else ""
+    signature = recovery.failure_signature(failure, diff)
+    repeats = sum(1 for f in state.get("failures") or [] if f.get("signature") == signature
+                  and (f["goal_index"], f["step_index"]) == (goal_index, step.index))
+    reflected = attempt >= ctx.settings.reflection_from_attempt
     suggestion: Reflection | None = None
-    try:
-        suggestion = await ctx.llm.complete_json(prompts.reflect(
-            step=clip(step.instructions, 1500), attempt=attempt, max_attempts=caps.max_attempts,
-            failure=failure, agent_summary=clip(last.get("summary", ""), 500), output_tail=output,
-            diff_stat=stat, history=history(state), critical=step.critical,
-            language=language), Reflection, max_tokens=600)
-    except LlmError as exc:
-        log.warning("reflection without an LLM verdict (%s): deterministic fallback", exc)
-    except BudgetExceededError as exc:  # no more LLM calls: stop, with the failed step undone
-        workspace = ctx.workspaces.resolve(task["workspace_path"])
-        await step_changes.discard(ctx.snapshots, workspace, last.get("base_tree"))
-        return {"halt": {"kind": "budget", "message": t.halt_budget.format(reason=exc)}}
+    if reflected:
+        output = await agent_output(ctx.context_store, task["id"], goal_index, step.index) \
+            if last.get("step_type") == "code" else ""
+        try:
+            suggestion = await ctx.llm.complete_json(prompts.reflect(
+                step=clip(step.instructions, 1500), attempt=attempt, max_attempts=caps.max_attempts,
+                failure=tail(failure, FAILURE_CHARS), agent_summary=clip(last.get("summary", ""), 500),
+                output_tail=output, diff=clip(diff, DIFF_CHARS), history=history(state), critical=step.critical,
+                language=language), Reflection, max_tokens=prompts.Cap.REFLECT)
+        except LlmError as exc:
+            log.warning("reflection without an LLM verdict (%s): deterministic fallback", exc)
+        except BudgetExceededError as exc:  # no more LLM calls: stop, with the failed step undone
+            await step_changes.discard(ctx.snapshots, workspace, last.get("base_tree"))
+            return {"halt": {"kind": "budget", "message": t.halt_budget.format(reason=exc)}}
     facts = recovery.FailedStep(goal_index=goal_index, step_index=step.index, attempt=attempt,
                                 critical=step.critical, extra_attempts=state.get("extra_attempts", 0),
                                 cap_asked=state.get("cap_asked", False), replans=state.get("replans", 0),
-                                questions=state.get("questions", 0))
-    decision = recovery.decide(suggestion, facts, caps, failure=failure)
+                                questions=state.get("questions", 0), repeats=repeats)
+    failed = {c.name for c in evaluation.checks if c.status in (CheckStatus.FAILED, CheckStatus.BLOCKED)}
+    decision = recovery.decide(suggestion, facts, caps, failure=failure, reflected=reflected,
+                               repeat_hint=t.recovery_repeat_hint, tests_only=failed == {"tests"})
     emit({"type": "reflection", **decision.model_dump(mode="json", exclude={"failure"}),
           "failure": clip(failure, 500)})
     log.info("reflection on step %d.%d attempt %d: %s (%s%s)", goal_index + 1, step.index + 1, attempt,
              decision.action.value, decision.source, f"; {decision.note}" if decision.note else "")
-    return await apply_decision(state, runtime, decision)
+    return await apply_decision(state, runtime, decision, signature=signature)
+
+
+def tail(text: str, limit: int) -> str:
+    """The last `limit` characters, marked when cut (a test run's verdict is at its end)."""
+    return text if len(text) <= limit else "…" + text[-(limit - 1):]

@@ -56,7 +56,7 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
         summaries = "\n".join(f"- {s['title']}: {clip(s['summary'], 200)}" for s in state.get("goal_summaries", []))
         plan = await ctx.llm.complete_json(prompts.replan_goals(
             task=task["query"], finished=summaries or "-", failure=_why(decision),
-            context=planning_context(state), language=language), GoalPlan)
+            context=planning_context(state), language=language), GoalPlan, max_tokens=prompts.Cap.GOALS)
         taken = {g["id"] for g in finished}
         fresh = []
         for new_goal in plan.goals:  # a new goal never takes a finished goal's id
@@ -71,7 +71,8 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
     done_text = "\n".join(f"- {clip(s['instructions'], 200)}" for s in done) or "-"
     planned = await ctx.llm.complete_json(prompts.replan_steps(
         goal=f"{goal['title']}\n{goal.get('description', '')}", task=task["query"], done=done_text,
-        failure=_why(decision), context=planning_context(state), language=language), StepPlan)
+        failure=_why(decision), context=planning_context(state), language=language), StepPlan,
+        max_tokens=prompts.Cap.STEPS)
     steps = number_steps(cleaned_steps(planned.steps), complexity=goal.get("complexity"),
                          preference=task.get("agent_preference", "auto"), mapping=ctx.settings.agent_selection,
                          start=len(done), revision=replans)

@@ -14,5 +14,5 @@ async def respond(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, A
     messages = prompts.respond(
         query=task_of(state)["query"], context=answer_context(state), language=run_language(state, ctx.settings)
     )
-    answer = await ctx.llm.complete(messages)
+    answer = await ctx.llm.complete(messages, max_tokens=prompts.Cap.ANSWER)
     return {"final_result": answer.strip()}

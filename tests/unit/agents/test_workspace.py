@@ -85,7 +85,8 @@ def test_prepare_writes_the_five_handover_files(manager: WorkspaceManager, root:
     assert {p.name for p in jervis.iterdir()} == HANDOVER_FILES
     assert (jervis / "instructions.md").read_text() == "# Do it\n"
     assert json.loads((jervis / "task.json").read_text()) == {
-        "id": "t1", "client_id": "c1", "files": [], "agent_type": "command", "mcp_config": None, "agent_files": []}
+        "id": "t1", "client_id": "c1", "files": [], "read_files": [], "agent_type": "command", "mcp_config": None,
+        "agent_files": []}
     assert (jervis / "kb-context.md").read_text() == "## KB\n- fact"
     assert json.loads((jervis / "environment.json").read_text()) == ENVIRONMENT
     environment_md = (jervis / "environment.md").read_text()

@@ -30,13 +30,15 @@ from tests.support import SCRIPTED_AGENT
 
 @pytest.fixture
 def run_settings(request: pytest.FixtureRequest, llm: Any, kb: Any, kotlin: Any, tmp_path: Path) -> dict[str, Any]:
-    """Settings of the in-process runs; `@pytest.mark.settings(name=value)` changes one for a test."""
-    marker = request.node.get_closest_marker("settings")
+    """Settings of the in-process runs; `@pytest.mark.settings(name=value)` changes one for a test
+    (every such marker of the test counts: a module's, a test's and a parameter's)."""
+    chosen: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("settings"))):  # the closest marker wins
+        chosen |= marker.kwargs
     return {"ollama_url": llm.url, "local_model": "test-model", "heartbeat_dead_seconds": 10,
             "knowledgebase_url": kb.url, "kotlin_server_url": kotlin.url, "data_root": tmp_path,
             "kb_timeout_seconds": 2, "response_language": "cs", "llm_retry_base_delay": 0.01,
-            "local_agent_command": SCRIPTED_AGENT,
-            **(marker.kwargs if marker else {})}
+            "local_agent_command": SCRIPTED_AGENT, **chosen}
 
 
 @pytest.fixture

@@ -19,20 +19,20 @@ from app.llm.budget import BudgetLimits, BudgetTracker, Usage
 from app.llm.scope import LlmScope, use_scope
 from app.texts import CS, EN, Texts
 from tests.fixtures.llm_server import Reply
-from tests.support import classification, file_block, goals_json, make_git_repo, node_marker, steps_json
+from tests.support import classification, file_block, make_git_repo, node_marker, steps_json
 from tests.unit.graph.graph_support import matched, start
 
-CODE_REQUEST = "Add a subtract(a, b) function to calc.py"
+SUBTRACT = file_block("calc.py", "def add(a, b):\n    return a + b\n\n\ndef subtract(a, b):\n    return a - b")
+#: A request about one file: planned as one step that is the request itself, so the scripted agent's
+#: file block travels in it.
+CODE_REQUEST = f"Add a subtract(a, b) function to calc.py\n{SUBTRACT}"
+#: The model classifies here (these tests are about its answers); the rules still correct it.
+pytestmark = pytest.mark.settings(intake_by_rules=False)
 
 
 def code_script(intake: str | Reply, **extra: Reply) -> list[Reply]:
     first = intake if isinstance(intake, Reply) else Reply(match=node_marker("intake"), content=intake, name="intake")
-    return [first,
-            Reply(match=node_marker("plan"), content=goals_json("Subtract"), name="plan"),
-            Reply(match=node_marker("plan_steps"),
-                  content=steps_json(file_block("calc.py", "def add(a, b):\n    return a + b\n\n\n"
-                                                           "def subtract(a, b):\n    return a - b")),
-                  name="plan_steps"),
+    return [first, Reply(match=node_marker("plan_steps"), content=steps_json(SUBTRACT), name="plan_steps"),
             *extra.values()]
 
 
@@ -53,7 +53,7 @@ async def test_empty_classification_is_repaired_once_then_falls_back_to_code(gra
     result = await graph.ainvoke(state, config, context=ctx)
 
     assert (result["task_category"], result["task_action"]) == ("single_task", "code")
-    assert matched(llm)[:3] == ["intake", "intake", "plan"]  # the repair round, then planning
+    assert matched(llm) == ["intake", "intake"]  # the repair round; one file: no planning call
     fallback = CS.warning_classification_fallback.format(category="single_task", action="code", error="")
     assert any(w.startswith(fallback) for w in result["warnings"])  # in the run's language (cs here)
     assert result["__interrupt__"][0].value["action"] == "commit"
@@ -85,7 +85,7 @@ async def test_misnamed_classification_keys_are_understood(graph: Any, ctx: RunC
     result = await graph.ainvoke(state, config, context=ctx)
 
     assert (result["task_category"], result["task_action"]) == ("single_task", "code")
-    assert matched(llm)[:2] == ["intake", "plan"] and not result.get("warnings")
+    assert matched(llm) == ["intake"] and not result.get("warnings")
 
 
 @pytest.mark.settings(response_language="auto")
@@ -149,13 +149,14 @@ async def test_the_conversation_reaches_the_planners_and_the_agents_instructions
         if mode == "custom" and chunk.get("type") == "agent_log" and chunk["line"].startswith("instructions| "):
             told.append(chunk["line"])
 
-    for name in ("plan", "plan_steps"):
-        prompt = next(r.text for r in llm.requests if r.matched == name)
-        assert "Přidej endpoint /users s paginací" in prompt and "Stránkování po 20 položkách." in prompt
+    assert matched(llm) == ["intake", "plan_steps"]  # a single task: its steps in one planning call
+    prompt = next(r.text for r in llm.requests if r.matched == "plan_steps")
+    assert "Přidej endpoint /users s paginací" in prompt and "Stránkování po 20 položkách." in prompt
     instructions = "\n".join(told)
-    assert "## Conversation" in instructions and "/users stránkuje po 20" in instructions
+    assert "## Conversation before this request" in instructions and "/users stránkuje po 20" in instructions
 
 
+@pytest.mark.settings(report_writer="model")
 async def test_budget_spent_at_the_final_report_keeps_a_finished_run_done(ctx: RunContext, llm: Any) -> None:
     tracker = BudgetTracker(limits=BudgetLimits(max_tokens=100))
     tracker.record("plan", "local_fast", Usage(prompt_tokens=90, completion_tokens=20, calls=1))

@@ -172,3 +172,39 @@ def test_a_dropped_step_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="app.graph.step_cleanup"):
         assert cleaned_steps([EDIT, AT_THE_KEYBOARD]) == [EDIT]
     assert "dropped 1 of 2 steps" in caplog.text
+
+
+# --- passing without doing the work --------------------------------------------------------------
+
+TEST_FILE = "import unittest\nfrom leap import leap_year\n\n\nclass T(unittest.TestCase):\n    def test_2000(self):\n" \
+            "        self.assertTrue(leap_year(2000))\n"
+REQUEST = "Implement leap_year() in leap.py so that the tests in test_leap.py pass. Do not change test_leap.py."
+
+
+def test_a_step_that_edits_the_tests_it_was_not_asked_to_change_fails() -> None:
+    weakened = ChangedFile("test_leap.py", TEST_FILE, TEST_FILE.replace("assertTrue", "assertFalse"))
+    [problem] = problems([weakened], REQUEST, ["leap.py"], EN)
+    assert problem.startswith("The step changed tests it was not asked to change: test_leap.py.")
+    deleted = ChangedFile("tests/test_leap.py", TEST_FILE, None)
+    assert problems([deleted], REQUEST, ["leap.py"], EN) != []
+
+
+def test_a_step_asked_to_change_tests_may_change_them() -> None:
+    extended = ChangedFile("test_leap.py", TEST_FILE, TEST_FILE + "\n    def test_1900(self):\n        pass\n")
+    assert problems([extended], "Add tests for 1900 to test_leap.py", ["test_leap.py"], EN) == []
+    new_test = ChangedFile("test_calc.py", None, "def test_add():\n    assert True\n")
+    assert problems([new_test], REQUEST, ["leap.py"], EN) == []  # a new test file changes no existing test
+
+
+@pytest.mark.parametrize("path", ["path/to/filename.js", "filename.py", "src/<module>.py", "your_file.py",
+                                  "path/to/calc.py"])
+def test_a_created_format_example_nobody_asked_for_fails(path: str) -> None:
+    [problem] = problems([ChangedFile(path, None, "x = 1\n")], REQUEST, ["leap.py"], EN)
+    assert problem == (f"A file nobody asked for that looks like a format example was created: {path}. "
+                       "Write the change into the file the step is about.")
+    assert judged(path)
+
+
+def test_a_placeholder_like_name_the_request_asks_for_passes() -> None:
+    asked = ChangedFile("example_file.py", None, "x = 1\n")
+    assert problems([asked], "Create example_file.py with x = 1", [], EN) == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.graph.intent import asks_for_code_change, looks_like_question
+from app.graph.intent import asks_for_code_change, asks_for_test_change, looks_like_question
 from app.texts.language import detect_language, fold
 
 
@@ -82,3 +82,17 @@ def test_looks_like_question_reads_the_leading_word_or_question_mark(text: str, 
 )
 def test_fold_drops_case_and_diacritics_when_it_reads_a_word(text: str, expected: str) -> None:
     assert fold(text) == expected
+
+
+@pytest.mark.parametrize(("text", "asked"), [
+    ("Add tests for subtract()", True),
+    ("Přidej testy pro funkci mul", True),
+    ("Uprav funkci add a testy", True),
+    ("Write a unit test for calc.py", True),
+    ("Implement leap_year() in leap.py so that the tests in test_leap.py pass. Do not change test_leap.py.", False),
+    ("Make the tests pass", False),
+    ("Oprav chybu, neměň testy", False),
+    ("Don't touch the tests, fix the code", False),
+])
+def test_asks_for_test_change_only_when_the_words_ask_to_write_or_change_tests(text: str, asked: bool) -> None:
+    assert asks_for_test_change(text) is asked

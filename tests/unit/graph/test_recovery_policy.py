@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from app.graph.recovery import Caps, FailedStep, decide, read_recovery_answer
+from app.graph.recovery import Caps, FailedStep, decide, failure_signature, read_recovery_answer
 from app.schemas.domain import RecoveryAction, Reflection
 
 A = RecoveryAction
@@ -260,3 +260,32 @@ def test_reflection_rejects_the_action_when_it_is_stop_unknown_or_missing(answer
 )
 def test_reflection_folds_the_action_when_it_is_upper_case_or_padded(action: str, expected: str) -> None:
     assert Reflection.model_validate({"suggested_action": action}).suggested_action == expected
+
+
+# --- early failures and repeated ones ---------------------------------------------------------
+
+def test_an_early_failure_without_a_reflection_is_retried_with_the_failure_by_rule() -> None:
+    decision = decide(None, _step(1), CAPS, failure="Tests failed", reflected=False)
+    assert (decision.action, decision.source, decision.hint) == (A.RETRY, "rule", "")
+    second = decide(None, _step(2), CAPS, failure="Tests failed", reflected=False)
+    assert second.action == A.RETRY  # not asked yet: no reflection was made
+
+
+def test_the_same_failure_again_changes_the_approach_then_asks() -> None:
+    again = decide(_suggest(A.RETRY, modification_hint="check 1900"), _step(2, repeats=1), CAPS, failure="x",
+                   repeat_hint="Take another approach.")
+    assert again.action == A.RETRY_MODIFIED
+    assert again.hint == "Take another approach. check 1900" and "same failure" in again.note
+    third = decide(None, _step(3, repeats=2, extra_attempts=1), CAPS, failure="x", reflected=False)
+    assert third.action == A.ASK_USER and "the same failure 3 times" in third.note
+
+
+def test_a_repeated_failure_keeps_a_skip_or_replan_suggestion() -> None:
+    decision = decide(_suggest(A.REPLANNING), _step(2, repeats=1), CAPS, failure="x")
+    assert decision.action == A.REPLANNING
+
+
+def test_failure_signature_ignores_timings_and_tells_changes_apart() -> None:
+    first = failure_signature("Ran 8 tests in 0.012s\nFAILED (failures=1)", "+def leap(y): return y % 4 == 0")
+    assert first == failure_signature("Ran 8 tests in 0.340s\nFAILED (failures=1)", "+def leap(y): return y % 4 == 0")
+    assert first != failure_signature("Ran 8 tests in 0.012s\nFAILED (failures=1)", "+def leap(y): return True")

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from app.llm.budget import BudgetLimits, BudgetTracker, Usage
 from app.persistence.runs import RunRecord
 from app.runs.lifecycle import RunIdentity, RunOutcome
 from app.runs.status import record_of, run_summary, status_map
@@ -78,3 +79,30 @@ def test_run_summary_has_typed_values_iso_times_and_null_for_no_text() -> None:
     summary = run_summary(record("error", error="", percent=55.0))
     assert (summary.status, summary.percent, summary.error, summary.branch) == ("error", 55.0, None, None)
     assert (summary.created_at, summary.updated_at) == ("1970-01-01T00:00:00+00:00", "1970-01-02T00:00:00+00:00")
+
+
+def tracked_usage() -> dict[str, Any]:
+    """A run's usage as the budget tracker stores it: two nodes timed, one of them with a model call."""
+    tracker = BudgetTracker(BudgetLimits())
+    tracker.record_node("intake", 0.05)
+    tracker.record("plan_steps", "local_fast", Usage(prompt_tokens=700, completion_tokens=112, seconds=30.9, calls=1))
+    tracker.record_node("plan_steps", 31.2)
+    tracker.record_node("execute_step", 25.3)
+    tracker.record_node("execute_step", 20.0)
+    return tracker.snapshot()
+
+
+def test_status_says_where_a_runs_time_went_per_node() -> None:
+    body = status_map("thread-t1-abc", record("done", usage=tracked_usage()))
+    assert body["time_by_node"] == ("intake 0.1 s; plan_steps 31.2 s (1 call, 812 tokens, 30.9 s); "
+                                    "execute_step 45.3 s")
+    assert body["llm_calls"] == "1" and body["llm_tokens"] == "812"
+    assert all(isinstance(value, str) for value in body.values())  # Kotlin decodes Map<String, String>
+
+
+def test_runs_list_carries_the_time_per_node_typed() -> None:
+    usage = run_summary(record("done", usage=tracked_usage())).usage
+    assert usage is not None and (usage.llm_calls, usage.llm_tokens) == (1, 812)
+    assert [(n.node, n.seconds, n.llm_calls) for n in usage.nodes] == [
+        ("intake", 0.05, 0), ("plan_steps", 31.2, 1), ("execute_step", 45.3, 0)]
+    assert run_summary(record("running")).usage is None

@@ -1,0 +1,161 @@
+"""A single code task through the compiled graph (in-process, scripted LLM and agent): decided by
+the rules, planned in at most one call, its agent told once what to do and which tests judge it,
+and reported from the facts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.types import Command
+
+from app.graph.context import RunContext
+from app.graph.recovery import Caps, FailedStep, decide
+from tests.fixtures.llm_server import Reply
+from tests.support import file_block, kotlin_rules, make_git_repo, node_marker, steps_json
+from tests.unit.graph.graph_support import matched, start
+
+LEAP = "def leap_year(year):\n    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)\n"
+TESTS = ("import unittest\nfrom leap import leap_year\n\n\nclass LeapTest(unittest.TestCase):\n"
+         "    def test_1900(self):\n        self.assertFalse(leap_year(1900))\n")
+REQUEST = (f"Implement leap_year() in leap.py so that the tests in test_leap.py pass. Do not change test_leap.py.\n"
+           f"{file_block('leap.py', LEAP)}")
+
+
+@pytest.fixture
+def exercise(tmp_path: Path) -> str:
+    rel = "clients/c1/leap"
+    repo = make_git_repo(tmp_path / rel)
+    (repo / "leap.py").write_text("def leap_year(year):\n    raise NotImplementedError\n")
+    (repo / "test_leap.py").write_text(TESTS)
+    return rel
+
+
+async def told(graph: Any, state: Any, config: Any, ctx: RunContext) -> str:
+    """The run to its first stop; what the agent was told (the scripted agent echoes it)."""
+    lines = []
+    async for mode, chunk in graph.astream(state, config, context=ctx, stream_mode=["custom", "updates"]):
+        if mode == "custom" and chunk.get("type") == "agent_log" and chunk["line"].startswith("instructions| "):
+            lines.append(chunk["line"][len("instructions| "):])
+    return "\n".join(lines)
+
+
+@pytest.mark.settings(response_language="auto")
+async def test_a_request_about_one_file_makes_no_model_call_and_is_reported_from_the_facts(
+        graph: Any, ctx: RunContext, llm: Any, exercise: str, tmp_path: Path) -> None:
+    state, config = start(REQUEST, workspace_path=exercise)
+
+    instructions = await told(graph, state, config, ctx)
+
+    assert matched(llm) == []  # intake by the rules, one step without a planner, no reflection needed
+    snapshot = (await graph.aget_state(config)).values
+    assert snapshot["task_category"] == "single_task" and snapshot["task_action"] == "code"
+    assert [s["instructions"] for s in snapshot["steps"]] == [REQUEST] and snapshot["steps"][0]["files"] == ["leap.py"]
+    assert instructions.count("Implement leap_year()") == 1  # the request once: it is the step
+    assert "## Files to change\n- leap.py" in instructions
+    assert "## Tests\nThe tests in test_leap.py cover this change" in instructions
+    assert "Whole request" not in instructions and "Conversation" not in instructions
+
+    await graph.ainvoke(Command(resume={"approved": True, "reason": "yes", "modification": None}), config, context=ctx)
+
+    final = (await graph.aget_state(config)).values
+    assert matched(llm) == [] and final["git_outcome"] == "committed"
+    report = final["final_result"]
+    assert report.startswith("Done: Implement leap_year() in leap.py so that the tests in test_leap.py pass.")
+    assert "Completed 1 of 1 steps. Changed files: leap.py." in report
+    assert (tmp_path / exercise / "leap.py").read_text().strip() == LEAP.strip()
+
+
+async def test_a_request_about_several_files_is_planned_in_one_call(graph: Any, ctx: RunContext, llm: Any,
+                                                                     exercise: str) -> None:
+    llm.script(Reply(match=node_marker("plan_steps"), name="plan_steps",
+                     content=steps_json({"instructions": f"Write leap.\n{file_block('leap.py', LEAP)}",
+                                         "step_type": "code", "files": ["leap.py"]},
+                                        {"instructions": f"Document it.\n{file_block('README.md', '# leap')}",
+                                         "step_type": "code", "files": ["README.md"]})))
+    state, config = start("Implement leap_year() in leap.py and describe it in README.md", workspace_path=exercise)
+
+    instructions = await told(graph, state, config, ctx)
+
+    assert matched(llm) == ["plan_steps"]  # intake by the rules; the goal is the request: one planning call
+    snapshot = (await graph.aget_state(config)).values
+    assert [g["title"] for g in snapshot["goals"]] == ["Implement leap_year() in leap.py and describe it in README.md"]
+    assert len(snapshot["steps"]) == 2
+    assert instructions.count("## Whole request (this step is one part of it)") == 2  # each step is a part
+    assert "The tests in test_leap.py cover this change" in instructions  # the first step's file is covered by it
+
+
+async def test_a_step_plan_that_runs_away_falls_back_to_the_request_as_one_step(graph: Any, ctx: RunContext,
+                                                                               llm: Any, exercise: str) -> None:
+    runaway = '{"steps": [{"instructions": "' + "Open leap.py and add the function. " * 200
+    llm.script(Reply(match=node_marker("plan_steps"), content=runaway, chunk_size=32, name="plan_steps"))
+    query = f"Implement leap_year() in leap.py; mention it in README.md\n{file_block('leap.py', LEAP)}"
+    state, config = start(query, workspace_path=exercise)
+
+    await told(graph, state, config, ctx)
+
+    assert matched(llm) == ["plan_steps", "plan_steps"]  # cut, asked once more shorter, then given up
+    snapshot = (await graph.aget_state(config)).values
+    assert [s["instructions"] for s in snapshot["steps"]] == [query]
+    assert any(w.startswith("plán kroků se nepodařilo sestavit") for w in snapshot["warnings"])  # cs run
+    assert snapshot["step_results"][0]["success"]  # the agent did the request as it was asked
+
+
+@pytest.mark.settings(report_writer="model")
+async def test_a_model_written_report_that_fails_falls_back_to_the_facts(graph: Any, ctx: RunContext, llm: Any,
+                                                                        exercise: str) -> None:
+    llm.script(Reply(match=node_marker("finalize"), status=500, error_body="model crashed", name="finalize"))
+    state, config = start(REQUEST, workspace_path=exercise)
+    await told(graph, state, config, ctx)
+
+    await graph.ainvoke(Command(resume={"approved": True, "reason": "ano", "modification": None}), config, context=ctx)
+
+    final = (await graph.aget_state(config)).values
+    assert "finalize" in matched(llm)  # REPORT_WRITER=model asks the model
+    assert final["final_result"].startswith("Dokončeno 1 z 1 kroků. Změněné soubory: leap.py.")
+    assert "commitnuté ve větvi" in final["final_result"] and not final.get("error")
+
+
+@pytest.mark.settings(report_writer="model")
+async def test_a_model_written_report_is_used_when_it_is_plain_sentences(graph: Any, ctx: RunContext, llm: Any,
+                                                                        exercise: str) -> None:
+    llm.script(Reply(match=node_marker("finalize"), content="Funkce leap_year je hotová a testy prošly.",
+                     name="finalize"))
+    state, config = start(REQUEST, workspace_path=exercise)
+    await told(graph, state, config, ctx)
+
+    await graph.ainvoke(Command(resume={"approved": True, "reason": "ano", "modification": None}), config, context=ctx)
+
+    report = (await graph.aget_state(config)).values["final_result"]
+    assert report.startswith("Funkce leap_year je hotová a testy prošly.")
+
+
+async def test_a_retry_after_failing_tests_fixes_the_failed_attempts_change(graph: Any, ctx: RunContext, llm: Any,
+                                                                           exercise: str, tmp_path: Path) -> None:
+    """Like a test loop: the second attempt finds the first one's change in place (only the tests
+    failed), gets the failing output, and adds what was missing."""
+    query = (f"Implement leap_year() in leap.py\n<<<FILE leap.py @1\n{LEAP}>>>\n"
+             f"<<<FILE NOTES @2\nfixed\n>>>")
+    state, config = start(query, workspace_path=exercise, rules=kotlin_rules(require_tests=True),
+                          environment={"testCommand": "test -f NOTES"})
+
+    instructions = await told(graph, state, config, ctx)
+
+    snapshot = (await graph.aget_state(config)).values
+    assert matched(llm) == []  # the first failure is retried with the failing output, no reflection call
+    assert [r["attempt"] for r in snapshot["step_results"]] == [1, 2]
+    assert snapshot["recovery"]["keep_changes"] is True and snapshot["recovery"]["source"] == "rule"
+    assert "Your previous change is still in the files" in instructions
+    repo = tmp_path / exercise
+    assert (repo / "leap.py").read_text().strip() == LEAP.strip()  # attempt 1's change survived attempt 2
+    assert (repo / "NOTES").exists()
+
+
+def test_a_repeated_or_whole_file_failure_starts_the_retry_from_the_steps_start() -> None:
+    caps = Caps(max_attempts=3, max_replans=2, max_questions=3)
+    step = FailedStep(goal_index=0, step_index=0, attempt=1, critical=True)
+    assert decide(None, step, caps, failure="Tests failed", reflected=False, tests_only=True).keep_changes
+    assert not decide(None, step, caps, failure="lost add", reflected=False, tests_only=False).keep_changes
+    again = FailedStep(goal_index=0, step_index=0, attempt=2, critical=True, repeats=1)
+    assert not decide(None, again, caps, failure="Tests failed", reflected=False, tests_only=True).keep_changes
