@@ -245,10 +245,17 @@ class Settings(BaseSettings):
     recovery_max_attempts: int = Field(default=3, ge=1)
     """Agent attempts per step, the first included. When they are used up the user is asked once (retry with a hint,
     skip, replan or stop); after that the run stops."""
-    reflection_from_attempt: int = Field(default=2, ge=1)
+    agent_reads_tests: bool = False
+    """Code steps get the test files covering their files as read-only context (Aider's `--read`); off, the
+    instructions name them and the test command only. The embedded 1.5B model, given a test file, copied it into its
+    answer (710 output tokens instead of 180: 100 s more at 7 tokens/s); a larger model reads it for the exact
+    messages the tests expect."""
+    reflection_from_attempt: int = Field(default=3, ge=1)
     """The first failed attempt of a step that the model reflects on; earlier failures are retried with the failure
-    itself (failing tests, review issues) as the agent's feedback. 1 reflects on every failure (a larger model); the
-    embedded small model's reflection cost a minute and rarely said more than the failing test."""
+    itself (failing tests, review issues) as the agent's feedback, and a failure that repeats an earlier one exactly
+    is retried another way by rule. 1 reflects on every failure (a larger model). The embedded 1.5B model's
+    reflections cost 20-33 s each on 2 cores and said nothing the failing test did not (empty root cause, "add a
+    try-except"): by default it reflects on the last attempt only, for the question the user is then asked."""
     recovery_max_replans: int = Field(default=2, ge=0)
     """Replannings per run: after a failed step, or a plan gate refused with a reason."""
     intake_by_rules: bool = True

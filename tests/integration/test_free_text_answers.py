@@ -273,9 +273,11 @@ RECOVERY_CASES = [
 def test_free_text_answer_to_a_recovery_question_never_crashes_the_run(service, client, llm, kotlin, workspace,
                                                                        answer: str, behaviour: str) -> None:
     rel, _ = workspace
+    # three failed attempts (the last one reflected on, REFLECTION_FROM_ATTEMPT), then the user is asked
     failing_twice = "\n".join(["@@FAIL @1 the build server is unreachable",
                                "@@FAIL @2 the build server is still unreachable",
-                               file_block("calc.py @3+", CALC)])
+                               "@@FAIL @3 the build server is down again",
+                               file_block("calc.py @4+", CALC)])
     llm.script(
         reading("interpret_answer", RECOVERY_READINGS[behaviour]),
         Reply(match=node_marker("intake"), content=classification("single_task", "code", "simple"), name="intake"),

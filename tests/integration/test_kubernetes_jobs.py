@@ -116,7 +116,7 @@ def test_agent_past_its_deadline_is_retried_then_the_user_is_asked(
 
     assert "timed out after 2 s" in error["error"]
     jobs = agent_jobs(cluster, body_task(thread_id))
-    assert len(jobs) == 2  # the first timeout is retried, the second one's reflection asks the user
+    assert len(jobs) == 3  # the timeouts are retried; the last attempt's reflection asks the user
     assert all((job, "Background") in cluster.deletes for job in jobs)  # the timed-out attempts' Jobs are gone
 
 

@@ -114,8 +114,7 @@ def test_step_failing_once_is_retried_with_the_failure_and_ends_with_one_commit(
         file_block("broken.py @2", "sub(1, 2)"),
         file_block("calc.py @3+", CALC),
     ]))
-    script(llm, steps=steps, extra=(Reply(match=node_marker("reflect"), name="reflect", content=reflection(
-        "retry_modified", root_cause="modul calc.ops neexistuje", hint="definuj subtract v calc.py")),))
+    script(llm, steps=steps)
     body = orchestrate_body(workspace_path=rel, query="Přidej funkci subtract do kalkulačky")
     thread_id = start(client, body)
 
@@ -132,23 +131,18 @@ def test_step_failing_once_is_retried_with_the_failure_and_ends_with_one_commit(
     told = attempt_instructions(events)
     assert sorted(told) == [1, 2, 3]
     assert "Předchozí pokus 1 selhal" not in told[1]
-    # the first failure is retried with the failure itself; the model reflects on the second
+    # early failures are retried with the failure itself: no reflection call (REFLECTION_FROM_ATTEMPT)
     assert "wrong import path" in told[2] and "Root cause" not in told[2]
-    assert "name 'sub' is not defined" in told[3] and "modul calc.ops neexistuje" in told[3]
-    assert "definuj subtract v calc.py" in told[3]
-    [reflected] = prompts_of(llm, "reflect")
-    assert "name 'sub' is not defined" in reflected and "2 of 3" in reflected
-    assert "+from calc.ops import sub" not in reflected and "+sub(1, 2)" in reflected  # the step's own diff
+    feedback = told[3].split("## Předchozí pokus 2 selhal", 1)[1]  # the retry's feedback: the latest failure
+    assert "name 'sub' is not defined" in feedback and "wrong import path" not in feedback
+    assert prompts_of(llm, "reflect") == []
     decisions = [data for _, kind, data in events if kind == "reflection"]
-    assert [(d["action"], d["source"]) for d in decisions] == [("retry", "rule"), ("retry_modified", "llm")]
+    assert [(d["action"], d["source"]) for d in decisions] == [("retry", "rule"), ("retry", "rule")]
     pushes = [p for p in kotlin.progress if p["taskId"] == body["task_id"]]
     reflect_push, retry_push = [p for p in pushes if p["node"] in ("reflect", "execute_step")][1:3]
     assert reflect_push["message"] == "Krok 1 neprošel, analyzuji příčinu…"
     assert retry_push["message"] == ("Opakuji krok 1/1 cíle 1/1 (pokus 2): ImportError: cannot import name 'sub' "
                                      "from 'calc.ops' (wrong import path)")
-    third = [p for p in pushes if p["node"] == "execute_step"][2]
-    # the reflection's conclusion, in the run's language (an English one would give way to the failure)
-    assert third["message"] == "Opakuji krok 1/1 cíle 1/1 (pokus 3): modul calc.ops neexistuje"
     percents = [p["percent"] for p in pushes]
     assert percents == sorted(percents) and percents[-1] == 100.0 and 0 < percents[0] < 10
     assert client.get(f"/status/{thread_id}").json()["percent"] == "100"

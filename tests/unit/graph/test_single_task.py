@@ -4,6 +4,7 @@ and reported from the facts."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from langgraph.types import Command
 from app.graph.context import RunContext
 from app.graph.recovery import Caps, FailedStep, decide
 from tests.fixtures.llm_server import Reply
-from tests.support import file_block, kotlin_rules, make_git_repo, node_marker, steps_json
+from tests.support import file_block, kotlin_rules, make_git_repo, node_marker, reflection, steps_json
 from tests.unit.graph.graph_support import matched, start
 
 LEAP = "def leap_year(year):\n    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)\n"
@@ -54,7 +55,8 @@ async def test_a_request_about_one_file_makes_no_model_call_and_is_reported_from
     assert [s["instructions"] for s in snapshot["steps"]] == [REQUEST] and snapshot["steps"][0]["files"] == ["leap.py"]
     assert instructions.count("Implement leap_year()") == 1  # the request once: it is the step
     assert "## Files to change\n- leap.py" in instructions
-    assert "## Tests\nThe tests in test_leap.py cover this change" in instructions
+    assert ("## Tests\nThe tests in test_leap.py cover this change: make them pass. Do not change test files."
+            in instructions)  # named; read-only only with AGENT_READS_TESTS
     assert "Whole request" not in instructions and "Conversation" not in instructions
 
     await graph.ainvoke(Command(resume={"approved": True, "reason": "yes", "modification": None}), config, context=ctx)
@@ -159,3 +161,37 @@ def test_a_repeated_or_whole_file_failure_starts_the_retry_from_the_steps_start(
     assert not decide(None, step, caps, failure="lost add", reflected=False, tests_only=False).keep_changes
     again = FailedStep(goal_index=0, step_index=0, attempt=2, critical=True, repeats=1)
     assert not decide(None, again, caps, failure="Tests failed", reflected=False, tests_only=True).keep_changes
+
+
+@pytest.mark.settings(agent_reads_tests=True)
+async def test_with_agent_reads_tests_the_covering_tests_are_handed_over_read_only(graph: Any, ctx: RunContext,
+                                                                                  llm: Any, exercise: str) -> None:
+    state, config = start(f"{REQUEST}\n@@TASK", workspace_path=exercise)
+    handed: list[str] = []
+
+    async for _, chunk in graph.astream(state, config, context=ctx, stream_mode=["custom"]):
+        if chunk.get("type") == "agent_log" and chunk["line"].startswith("task.json| "):
+            handed.append(chunk["line"][len("task.json| "):])
+
+    [task] = [json.loads(line) for line in handed]
+    assert task["files"] == ["leap.py"] and task["read_files"] == ["test_leap.py"]
+
+
+@pytest.mark.settings(reflection_from_attempt=2)
+async def test_the_reflection_reads_the_end_of_the_failure_and_the_steps_diff(graph: Any, ctx: RunContext, llm: Any,
+                                                                             exercise: str) -> None:
+    llm.script(Reply(match=node_marker("reflect"), name="reflect", content=reflection(
+        "retry_modified", root_cause="chybí rok 1900", hint="vrať False pro století nedělitelná 400")))
+    query = ("Implement leap_year() in leap.py\n@@FAIL @1 first failure\n@@FAIL @2 second failure\n"
+             "<<<FILE leap.py @1\nfirst = 1\n>>>\n<<<FILE leap.py @2\nsecond = 2\n>>>\n"
+             f"<<<FILE leap.py @3\n{LEAP}>>>")
+    state, config = start(query, workspace_path=exercise)
+
+    instructions = await told(graph, state, config, ctx)
+
+    [prompt] = [r.text for r in llm.requests if r.matched == "reflect"]
+    assert "second failure" in prompt and "2 of 3" in prompt  # the reflection starts at the second failure
+    assert "+second = 2" in prompt and "+first = 1" not in prompt  # the failed attempt's own diff
+    assert "chybí rok 1900" in instructions and "vrať False pro století nedělitelná 400" in instructions
+    snapshot = (await graph.aget_state(config)).values
+    assert [(f["attempt"], f["action"]) for f in snapshot["failures"]] == [(1, "retry"), (2, "retry_modified")]
