@@ -2,8 +2,12 @@
 
 A local model may think for minutes, so there is no deadline on the call as a whole (spec §1,
 §8.4); a model that sends no token for `heartbeat_dead_seconds` is dead and the call fails.
-A call that only the user can let go on (budget spent in `ask` mode, a cloud tier not yet
-allowed) raises an `ApprovalNeededError` (`app/llm/approval.py`); the graph asks. Callers only
+What bounds a call is its output: every caller names a cap that fits its purpose, the JSON schema
+bounds each string and list (a grammar-constrained local model stops there), and a stream that
+repeats itself is cut as it streams (`app/llm/streaming.py`). A structured answer that ran to its
+cap or looped is asked for once more, shorter, and never shown back to the model; then the caller
+falls back. A call that only the user can let go on (budget spent in `ask` mode, a cloud tier not
+yet allowed) raises an `ApprovalNeededError` (`app/llm/approval.py`); the graph asks. Callers only
 see `complete*`.
 """
 
@@ -241,23 +245,19 @@ class LitellmProvider:
         (its cap, or a loop) is asked for again, shorter, without being shown back; an invalid
         one gets one repair round that shows the model its error and the start of its answer."""
         json_schema = _json_schema(schema)
+        call = functools.partial(self.complete, json_mode=True, on_token=on_token, json_schema=json_schema,
+                                 max_tokens=max_tokens)
         try:
-            text = await self.complete(messages, json_mode=True, on_token=on_token, json_schema=json_schema,
-                                       max_tokens=max_tokens)
+            text = await call(messages)
         except LlmOverflowError as exc:
-            retry = [*messages, {"role": "user", "content": _SHORTER.format(error=exc)}]
-            text = await self.complete(retry, json_mode=True, on_token=on_token, json_schema=json_schema,
-                                       max_tokens=max_tokens)
-            try:
-                return schema.model_validate(parse_json_object(text))
-            except (JsonParseError, ValidationError) as invalid:
-                raise LlmJsonError(f"LLM answer overflowed, then was invalid: {_short(invalid)}") from invalid
+            shorter = [*messages, {"role": "user", "content": _SHORTER.format(error=exc)}]
+            return _validated(schema, await call(shorter), "LLM answer overflowed, then was invalid")
         try:
             return schema.model_validate(parse_json_object(text))
         except (JsonParseError, ValidationError) as exc:
             log.warning("LLM JSON invalid, asking for a repair: %s", _short(exc))
             echoed = text if len(text) <= REPAIR_ECHO_CHARS else text[:REPAIR_ECHO_CHARS] + " …[cut]"
-            history = [
+            repair = [
                 *messages,
                 {"role": "assistant", "content": echoed},
                 {
@@ -266,12 +266,7 @@ class LitellmProvider:
                     "Reply with the corrected JSON object only.",
                 },
             ]
-        text = await self.complete(history, json_mode=True, on_token=on_token, json_schema=json_schema,
-                                   max_tokens=max_tokens)
-        try:
-            return schema.model_validate(parse_json_object(text))
-        except (JsonParseError, ValidationError) as exc:
-            raise LlmJsonError(f"LLM returned invalid JSON twice: {_short(exc)}") from exc
+        return _validated(schema, await call(repair), "LLM returned invalid JSON twice")
 
     def _dead_message(self, spec: TierSpec) -> str:
         return f"LLM heartbeat: no token for {self._heartbeat:g} s ({spec.model})"
@@ -317,6 +312,14 @@ def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int) -> flo
     except Exception:
         return 0.0
     return float(prompt + completion)
+
+
+def _validated(schema: type[ModelT], text: str, failure: str) -> ModelT:
+    """The last chance of a structured answer: valid for `schema`, or `LlmJsonError(failure)`."""
+    try:
+        return schema.model_validate(parse_json_object(text))
+    except (JsonParseError, ValidationError) as exc:
+        raise LlmJsonError(f"{failure}: {_short(exc)}") from exc
 
 
 def _short(exc: Exception, limit: int = 300) -> str:
