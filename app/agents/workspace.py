@@ -166,7 +166,7 @@ class WorkspaceManager:
             wanted[".claude/mcp.json"] = json.dumps(mcp_config(brief.kb_env), indent=2)
         if brief.agent_type == "aider":
             wanted[".aider.conf.yml"] = render_aider_conf(guides, kb_context=bool(brief.kb_context.strip()),
-                                                          environment=bool(brief.environment))
+                                                          environment=describes_environment(brief.environment))
         created = []
         for rel, content in wanted.items():
             if os.path.lexists(workspace / rel):  # the repository's own file (or link) wins
@@ -218,6 +218,14 @@ class WorkspaceManager:
         if missing:
             separator = "" if existing.endswith("\n") or not existing else "\n"
             confinement.write_text(workspace, ".git/info/exclude", existing + separator + "\n".join(missing) + "\n")
+
+
+def describes_environment(environment: dict[str, Any] | None) -> bool:
+    """Whether the environment says anything an agent can use (a namespace, components, agent
+    instructions): a request's `testCommand` alone is the orchestrator's, and the instructions
+    already name it."""
+    return environment is not None and any(environment.get(key)
+                                           for key in ("namespace", "components", "agentInstructions"))
 
 
 def render_environment(environment: dict[str, Any] | None) -> str:

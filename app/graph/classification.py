@@ -27,7 +27,7 @@ REF_SHAPE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9_]*-\d+|#\d+|https?://\S+)$")
 #: An issue key as people write it in a request: ABC-12.
 _ISSUE_KEY = re.compile(r"\b[A-Z][A-Z0-9_]{1,15}-\d+\b")
 #: More target files than this and a request is not certainly one task.
-RULE_MAX_TARGETS = 3
+RULE_MAX_TARGETS = 2
 
 
 def certain_classification(query: str, scope: RequestScope, *, workspace: bool) -> Classification | None:

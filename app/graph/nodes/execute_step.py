@@ -68,6 +68,7 @@ def retry_feedback(state: OrchestratorState, step: CodingStep, language: str) ->
         lines.append(f"Do differently: {recovery.hint}")
     lines.append("Your previous change is still in the files: fix it so that the tests pass." if recovery.keep_changes
                  else "The workspace was reset to its state before this step.")
+    lines.append(BRIEF_REPLY)  # a long failure invites a long answer: said again, last
     return "\n".join(lines)
 
 

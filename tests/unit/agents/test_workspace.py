@@ -239,6 +239,19 @@ def test_aider_config_reads_context_and_repository_guides(manager: WorkspaceMana
     assert "auto-commits: false" in conf and "  - .jervis/kb-context.md" in conf and "  - AGENTS.md" in conf
 
 
+@pytest.mark.parametrize(("environment", "read"), [
+    (ENVIRONMENT, True),
+    ({"testCommand": "python -m pytest -q"}, False),  # the orchestrator's command only: nothing for the agent
+    (None, False),
+])
+def test_aider_reads_the_environment_only_when_it_describes_one(manager: WorkspaceManager, root: Path,
+                                                                 environment: dict | None, read: bool) -> None:
+    workspace = root / "ws"
+    workspace.mkdir()
+    prepare(manager, workspace, agent_type="aider", environment=environment)
+    assert ("  - .jervis/environment.md" in (workspace / ".aider.conf.yml").read_text()) is read
+
+
 def test_cleanup_removes_what_the_step_added_and_nothing_else(manager: WorkspaceManager, root: Path) -> None:
     repo = make_git_repo(root / "repo")
     (repo / ".aider.chat.history.md").write_text("the user's own history")
