@@ -13,12 +13,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 AgentName = Literal["aider", "openhands", "claude", "junie"]
 
 #: Complexity → agent, from the "Agent Selection Strategy" table at the top of the spec.
-DEFAULT_AGENT_SELECTION: dict[str, AgentName] = {
-    "simple": "aider",
-    "medium": "openhands",
-    "complex": "openhands",
-    "critical": "claude",
-}
+DEFAULT_AGENT_SELECTION: dict[str, AgentName] = {"simple": "aider", "medium": "openhands", "complex": "openhands",
+                                                  "critical": "claude"}
 
 
 #: Variables only the service itself may read: never passed to an agent, whatever is configured.
@@ -258,6 +254,8 @@ class Settings(BaseSettings):
     try-except"): by default it reflects on the last attempt only, for the question the user is then asked."""
     recovery_max_replans: int = Field(default=2, ge=0)
     """Replannings per run: after a failed step, or a plan gate refused with a reason."""
+    epic_review_fixups: int = Field(default=1, ge=0)
+    """Fix-up goals an epic's review may add (each reviewed again); issues left after them are reported."""
     intake_by_rules: bool = True
     """Intake decides by rules where they are certain (an imperative request naming a file or function of the
     workspace is a code task, a plain question is advice) and asks the model only for the rest; `false` asks the
@@ -396,5 +394,5 @@ class Settings(BaseSettings):
 def _url_password(url: str | None) -> str | None:
     try:
         return urlsplit(url).password if url else None
-    except ValueError:
+    except ValueError:  # an unparsable URL has no password to hide
         return None

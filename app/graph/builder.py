@@ -30,13 +30,15 @@ from app.graph.nodes.plan_steps import plan_steps
 from app.graph.nodes.reflect import reflect
 from app.graph.nodes.replan import replan
 from app.graph.nodes.respond import respond
+from app.graph.nodes.review_epic import review_epic
 from app.graph.nodes.select_goal import select_goal
 from app.graph.state import OrchestratorInput, OrchestratorState
 from app.graph.writes import only_changes
 
 NODES: tuple[Node, ...] = (
     intake, clarify, evidence_pack, respond, plan, plan_epic, design, approve_plan, select_goal, plan_steps,
-    execute_step, evaluate, reflect, ask_user, replan, advance_step, advance_goal, git_operations, finalize,
+    execute_step, evaluate, reflect, ask_user, replan, advance_step, advance_goal, review_epic, git_operations,
+    finalize,
 )
 NODE_NAMES = frozenset(node.__name__ for node in NODES)
 #: Nodes inside the work loop whose expected failures (budget, LLM) halt the run instead of crashing it.
@@ -65,7 +67,8 @@ def build_graph() -> StateGraph[OrchestratorState, RunContext, OrchestratorInput
     graph.add_conditional_edges("ask_user", routing.route_recovery)
     graph.add_conditional_edges("replan", routing.route_after_replan)
     graph.add_edge("advance_step", "execute_step")
-    graph.add_edge("advance_goal", "select_goal")
+    graph.add_conditional_edges("advance_goal", routing.route_after_advance_goal)
+    graph.add_conditional_edges("review_epic", routing.route_after_review_epic)
     graph.add_conditional_edges("git_operations", routing.route_after_git)
     graph.add_edge("finalize", END)
     return graph

@@ -50,6 +50,8 @@ def percent(state: Mapping[str, Any], node: str) -> float:
         return _BEFORE_WORK[node]
     if node == "git_operations":
         return GIT
+    if node == "review_epic":
+        return WORK_END
     if node == "finalize":
         failed = state.get("error") or state.get("halt")
         return GIT if failed else DONE

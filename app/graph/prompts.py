@@ -223,6 +223,17 @@ def review(*, goal: str, step: str, diff: str, language: str) -> list[Message]:
     return [_system("review", body), _user([("Goal", goal), ("Step", step), ("Diff", diff)])]
 
 
+def review_epic(*, request: str, goals: str, tests: str, stat: str, diff: str, language: str) -> list[Message]:
+    body = (
+        "Review the whole change a coding task made, against every goal of its plan. Approve it when "
+        "every goal is done and the parts fit together. Reject it only for a real problem: a goal not "
+        "done, parts that do not fit together, broken code; list each problem in issues. "
+        f"{language_rule(language)}\nReply with JSON only: {REVIEW_SCHEMA}"
+    )
+    return [_system("review_epic", body), _user([("Request", request), ("Goals", goals), ("Tests", tests),
+                                                 ("Changed files", stat), ("Diff", diff)])]
+
+
 def replan_steps(*, goal: str, task: str, done: str, failure: str, context: str, language: str) -> list[Message]:
     body = (
         "The plan of one goal of a coding task failed. Write new steps for the rest of the goal only: "

@@ -42,7 +42,7 @@ def done_work(state: Mapping[str, Any], t: Texts) -> str:
     """"Done: <what the finished steps were asked to do>." (first lines, at most three)."""
     firsts = [(str(r.get("title") or r.get("summary") or "").strip().splitlines() or [""])[0]
               for r in done_slots(state) if r.get("step_type", "code") != "respond"]
-    titles = [_clip(title, 100) for title in dict.fromkeys(firsts) if title]
+    titles = [_clip(title, 100).rstrip(".") for title in dict.fromkeys(firsts) if title]
     if not titles:
         return ""
     return t.report_done_work.format(what="; ".join(titles[:3]) + ("…" if len(titles) > 3 else ""))
@@ -95,11 +95,25 @@ def report_lines(state: Mapping[str, Any], t: Texts, *, include_failure: bool = 
         lines.append(t.report_failed.format(what=what, reason=_clip(last["reason"], 200)))
     if left := left_over(state):
         lines.append(t.report_left.format(what="; ".join(left[:8]) + ("…" if len(left) > 8 else "")))
+    if review := epic_review_line(state, t):
+        lines.append(review)
     if state.get("commit_sha") and state.get("branch"):
         lines.append(t.report_branch.format(branch=state["branch"], sha=str(state["commit_sha"])[:12]))
     elif changed_files(state) and state.get("git_outcome") not in ("commit_rejected", "not_a_repo"):
         lines.append(t.report_not_committed)
     return [line for line in [*lines, *other_notices] if line]
+
+
+def epic_review_line(state: Mapping[str, Any], t: Texts) -> str:
+    """What the review of an epic's whole change concluded (its last round)."""
+    review = state.get("epic_review") or {}
+    if review.get("status") == "approved":
+        return t.report_epic_review_approved.format(summary=_clip(review.get("summary") or "-", 200))
+    if review.get("status") == "rejected":
+        issues = "; ".join(_clip(i, 160) for i in review.get("issues") or []) or _clip(review.get("summary") or "-",
+                                                                                        200)
+        return t.report_epic_review_rejected.format(issues=issues)
+    return ""
 
 
 def notice_lines(state: Mapping[str, Any], t: Texts, *, keep_empty: bool = False) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from app.graph.report import changed_files
 from app.graph.state import OrchestratorState
 from app.schemas.domain import RecoveryAction
 
@@ -66,9 +67,38 @@ def next_after_step(state: OrchestratorState) -> NextAfterStep:
     """Where a finished (or skipped) step leads: its goal's next step, the next goal, or git."""
     if state.get("current_step_index", 0) + 1 < len(state.get("steps") or []):
         return "advance_step"
-    if state.get("current_goal_index", 0) + 1 < len(state.get("goals") or []):
+    goals = state.get("goals") or []
+    index = state.get("current_goal_index", 0)
+    if index + 1 < len(goals):
         return "advance_goal"
+    if state.get("task_category") in ("epic", "generative") and index < len(goals) and not _summarised(state):
+        return "advance_goal"  # an epic's last goal is summarised like the others
     return "git_operations"
+
+
+def _summarised(state: OrchestratorState) -> bool:
+    """Whether the current goal already has its summary (the last goal's stays current)."""
+    goal = (state.get("goals") or [])[state.get("current_goal_index", 0)]
+    return any(s.get("goal_id") == goal["id"] for s in state.get("goal_summaries") or [])
+
+
+def route_after_advance_goal(state: OrchestratorState) -> Literal["select_goal", "review_epic", "git_operations"]:
+    """The next goal; after an epic's last goal the review of its whole change; then git."""
+    if not _summarised(state):
+        return "select_goal"
+    return "review_epic" if needs_epic_review(state) else "git_operations"
+
+
+def needs_epic_review(state: OrchestratorState) -> bool:
+    """An epic that changed files and has not been reviewed with all of its goals yet."""
+    review = state.get("epic_review")
+    return (state.get("task_category") in ("epic", "generative") and bool(changed_files(state))
+            and (review is None or review["goals"] < len(state.get("goals") or [])))
+
+
+def route_after_review_epic(state: OrchestratorState) -> Literal["select_goal", "git_operations"]:
+    """The fix-up goal a rejection added, or git."""
+    return "git_operations" if _summarised(state) else "select_goal"
 
 
 def route_after_evaluate(

@@ -12,6 +12,7 @@ from app.graph.state_parts import (
     ChatHistoryDict,
     ClarificationDict,
     CommitApprovalDict,
+    EpicReviewDict,
     EvaluationDict,
     EvidencePackDict,
     GoalDict,
@@ -143,6 +144,9 @@ class OrchestratorState(OrchestratorInput, total=False):
     """One per finished goal (advance_goal appends; later plans, replan and the report read)."""
     evaluation: EvaluationDict | None
     """`Evaluation` of the last step attempt (evaluate writes; routing, reflect and execute_step read)."""
+    epic_review: EpicReviewDict | None
+    """The review of an epic's whole change after its last goal (review_epic writes; routing, the next
+    review round and the report read)."""
     # recovery (reflection on failure, spec 000)
     attempt: int
     """1-based attempt of the current step (reflect / ask_user raise it; advance_*, plan_steps and

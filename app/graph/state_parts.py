@@ -112,6 +112,8 @@ class EvidencePackDict(TypedDict):
     external_refs: list[str]
     facts: list[str]
     unknowns: list[str]
+    earlier_run: NotRequired[str]
+    """How the previous request of the same chat ended (absent in checkpoints written before it)."""
 
 
 class GoalDict(TypedDict):
@@ -170,6 +172,19 @@ class EvaluationCheckDict(TypedDict):
     name: str
     status: str
     message: str
+
+
+class EpicReviewDict(TypedDict):
+    """The review of an epic's whole change (`ReviewVerdict`, or why there was none)."""
+
+    status: str
+    """"approved", "rejected" or "no_verdict"."""
+    issues: list[str]
+    summary: str
+    round: int
+    """1 for the review after the last planned goal, 2 after the first fix-up goal, …"""
+    goals: int
+    """How many goals the plan had when it was reviewed: a goal added since is reviewed again."""
 
 
 class EvaluationDict(TypedDict):

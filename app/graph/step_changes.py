@@ -11,7 +11,9 @@ Snapshot trouble never fails a run: it is logged and the step goes on without an
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from app.agents.snapshots import SnapshotError, WorkspaceSnapshots
 
@@ -19,6 +21,14 @@ log = logging.getLogger(__name__)
 
 DIFF_CHARS = 12_000
 STAT_CHARS = 1_500
+
+
+def run_base(results: Sequence[Mapping[str, Any]]) -> str | None:
+    """The workspace before the run's first step: the earliest step's recorded base tree (the
+    diff against it is the whole run's change)."""
+    based = [r for r in results if r.get("base_tree")]
+    first = min(based, key=lambda r: (r.get("goal_index", 0), r["step_index"], r.get("attempt", 1)), default=None)
+    return str(first["base_tree"]) if first else None
 
 
 def snapshot_key(thread_id: str, goal_index: int, step_index: int, revision: int) -> str:

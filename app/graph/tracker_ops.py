@@ -36,7 +36,8 @@ Outcome = Literal["created", "updated", "not_created", "not_updated"]
 class TrackerCall:
     """One operation's place in the run: whose, which step, which operation of it."""
 
-    task_id: str
+    run_id: str
+    """The run (its thread): a later request in the same chat plans its own operations."""
     client_id: str
     project_id: str | None
     goal_index: int
@@ -59,11 +60,11 @@ class TrackerResult:
 
 
 def idempotency_key(call: TrackerCall, op: TrackerOperation) -> str:
-    """`tracker:<task>:g<goal>:s<step>:r<revision>:o<index>:<digest>`, stable across attempts and
+    """`tracker:<run>:g<goal>:s<step>:r<revision>:o<index>:<digest>`, stable across attempts and
     processes; the digest covers what the operation asks."""
     asked = json.dumps(op.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
     digest = hashlib.sha256(asked.encode()).hexdigest()[:12]
-    return (f"tracker:{call.task_id}:g{call.goal_index}:s{call.step_index}:r{call.revision}:o{call.index}:"
+    return (f"tracker:{call.run_id}:g{call.goal_index}:s{call.step_index}:r{call.revision}:o{call.index}:"
             f"{digest}")
 
 
@@ -75,7 +76,7 @@ async def carry_out(kotlin: KotlinClient, store: ContextStore, call: TrackerCall
     call whose key is not on record could not be recognised as done later)."""
     key = idempotency_key(call, op)
     try:
-        entry = await store.get(call.task_id, SCOPE, key)
+        entry = await store.get(call.run_id, SCOPE, key)
     except Exception as exc:
         raise TrackerError(f"{op.op}: the idempotency record cannot be read ({type(exc).__name__}); not calling") \
             from exc
@@ -84,12 +85,12 @@ async def carry_out(kotlin: KotlinClient, store: ContextStore, call: TrackerCall
         return TrackerResult(recorded["outcome"], recorded.get("issue_key"), recorded.get("note", ""))
     if entry is None:
         try:
-            await store.save(call.task_id, SCOPE, key, "pending", {"state": "pending", "op": op.op})
+            await store.save(call.run_id, SCOPE, key, "pending", {"state": "pending", "op": op.op})
         except Exception as exc:
             raise TrackerError(f"{op.op}: the idempotency key cannot be recorded ({type(exc).__name__}); "
                                "not calling") from exc
     result = await _call(kotlin, call, op, key, default_title)
-    await store.save_safely(call.task_id, SCOPE, key, result.outcome, {
+    await store.save_safely(call.run_id, SCOPE, key, result.outcome, {
         "state": "done", "op": op.op, "outcome": result.outcome, "issue_key": result.issue_key, "note": result.note})
     return result
 

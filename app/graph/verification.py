@@ -23,7 +23,7 @@ from app.graph import prompts
 from app.graph.context import RunContext
 from app.graph.state_parts import TaskDict
 from app.llm.budget import BudgetExceededError
-from app.llm.provider import LlmError
+from app.llm.provider import LlmError, Message
 from app.schemas.domain import CodingStep, ReviewVerdict
 
 log = logging.getLogger(__name__)
@@ -74,13 +74,24 @@ async def run_tests(ctx: RunContext, *, command: TestCommand, workspace: Path, s
 
 
 async def review(ctx: RunContext, *, goal: str, step: str, diff: str, language: str) -> ReviewVerdict | str:
-    """The reviewer's verdict, or why there is none (a warning for the report)."""
+    """The reviewer's verdict on one step, or why there is none (a warning for the report)."""
     if not diff.strip():
         return "no diff to review"
+    return await _verdict(ctx, prompts.review(goal=goal, step=step, diff=diff[:REVIEW_DIFF_CHARS], language=language))
+
+
+async def review_whole(ctx: RunContext, *, request: str, goals: str, tests: str, stat: str, diff: str,
+                       language: str) -> ReviewVerdict | str:
+    """The reviewer's verdict on an epic's whole change against its goals, or why there is none."""
+    if not diff.strip():
+        return "no diff to review"
+    return await _verdict(ctx, prompts.review_epic(request=request, goals=goals, tests=tests, stat=stat,
+                                                   diff=diff[:REVIEW_DIFF_CHARS], language=language))
+
+
+async def _verdict(ctx: RunContext, messages: list[Message]) -> ReviewVerdict | str:
     try:
-        return await ctx.llm.complete_json(
-            prompts.review(goal=goal, step=step, diff=diff[:REVIEW_DIFF_CHARS], language=language), ReviewVerdict,
-            max_tokens=prompts.Cap.REVIEW)
+        return await ctx.llm.complete_json(messages, ReviewVerdict, max_tokens=prompts.Cap.REVIEW)
     except (LlmError, BudgetExceededError) as exc:  # no verdict is not a rejection
         log.warning("review gave no verdict: %s", exc)
         return str(exc)[:200]

@@ -1,7 +1,11 @@
-"""Hierarchical context store (spec §12): per-task results outside the graph state.
+"""Hierarchical context store (spec §12): per-run results outside the graph state.
 
 Every LangGraph checkpoint stores the whole state, so step results, goal summaries and agent
-outputs live here instead, keyed by ``(task_id, scope, scope_key)``; nodes fetch compact
+outputs live here instead, keyed by ``(run_id, scope, scope_key)``: the run is the LangGraph
+thread, because Kotlin reuses one task id for every request of a chat (keyed by the task, a
+second request would overwrite the first run's entries and find its tracker records). A run's
+final entry also carries the chat (``chat_id``, Kotlin's task id), so the next request in the
+same chat can read what the previous one did (:meth:`ContextStore.previous_final`); nodes fetch compact
 summaries (``assemble_*``) and the full ``detail`` only on demand. Entries expire via a TTL
 index ``ttl_days`` after their last write. Every string written passes the service's redaction
 (agent log tails and failure texts may quote a secret).
@@ -31,7 +35,9 @@ Scope = Literal["step", "goal", "epic", "task", "agent_result", "tracker"]
 """`tracker`: one entry per tracker operation, its idempotency key and answer (app/graph/tracker_ops.py)."""
 Document = dict[str, Any]
 
-_KEY_FIELDS = ("task_id", "scope", "scope_key")
+_KEY_FIELDS = ("run_id", "scope", "scope_key")
+#: The unique key before entries belonged to runs.
+_OLD_KEY_FIELDS = ("task_id", "scope", "scope_key")
 _DIGITS = re.compile(r"(\d+)")
 
 
@@ -45,7 +51,10 @@ def natural_key(scope_key: str) -> tuple[Any, ...]:
 
 
 class ContextEntry(BaseModel):
-    task_id: str
+    run_id: str
+    """The LangGraph thread the entry belongs to."""
+    chat_id: str | None = None
+    """Kotlin's task id (one chat), on a run's final entry."""
     scope: Scope
     scope_key: str
     summary: str
@@ -77,28 +86,41 @@ class ContextStore:
         self._last_save: dict[tuple[str, str, str], asyncio.Task[None]] = {}
 
     async def setup(self) -> None:
-        """Create the unique key index and the TTL index (idempotent)."""
+        """Create the unique key index, the chat index and the TTL index (idempotent). Entries
+        written before runs owned them are renamed in place (``task_id`` -> ``run_id``)."""
+        indexes = await (await self._collection.list_indexes()).to_list()
+        for index in indexes:
+            if tuple(index["key"]) == _OLD_KEY_FIELDS:  # by its fields: nx-27017 names indexes its own way
+                await self._collection.drop_index(index["name"])
+                await self._collection.update_many({"run_id": {"$exists": False}},
+                                                   {"$rename": {"task_id": "run_id"}})
         await self._collection.create_index(
-            [(name, 1) for name in _KEY_FIELDS], unique=True, name="task_scope_key_unique"
+            [(name, 1) for name in _KEY_FIELDS], unique=True, name="run_scope_key_unique"
         )
+        await self._collection.create_index([("chat_id", 1), ("created_at", -1)], sparse=True, name="chat_created")
         await self._collection.create_index("expire_at", expireAfterSeconds=0, name="expire_at_ttl")
 
     # --- writes -------------------------------------------------------------------------------
 
     async def save(
         self,
-        task_id: str,
+        run_id: str,
         scope: Scope,
         scope_key: str,
         summary: str,
         detail: dict[str, Any] | None = None,
+        *,
+        chat_id: str | None = None,
     ) -> None:
         """Upsert one entry: keeps ``created_at`` of the first write, pushes ``expire_at`` out."""
         now = self._clock()
-        key = {"task_id": task_id, "scope": scope, "scope_key": scope_key}
+        key = {"run_id": run_id, "scope": scope, "scope_key": scope_key}
+        fields: Document = {"summary": self._redact(summary), "detail": redact_data(self._redact, detail or {}),
+                            "expire_at": now + self._ttl}
+        if chat_id is not None:
+            fields["chat_id"] = chat_id
         update = {
-            "$set": {"summary": self._redact(summary), "detail": redact_data(self._redact, detail or {}),
-                     "expire_at": now + self._ttl},
+            "$set": fields,
             "$setOnInsert": {"created_at": now},
         }
         try:
@@ -109,7 +131,7 @@ class ContextStore:
 
     async def save_safely(
         self,
-        task_id: str,
+        run_id: str,
         scope: Scope,
         scope_key: str,
         summary: str,
@@ -118,30 +140,32 @@ class ContextStore:
         """:meth:`save`, awaited by a caller that reads the entry back soon, but never failing
         it: the context store is an aid, and a run goes on without it (the error is logged)."""
         try:
-            await self.save(task_id, scope, scope_key, summary, detail)
+            await self.save(run_id, scope, scope_key, summary, detail)
         except Exception:
-            logger.exception("context store: saving %s/%s/%s failed", task_id, scope, scope_key)
+            logger.exception("context store: saving %s/%s/%s failed", run_id, scope, scope_key)
             return False
         return True
 
     def save_nowait(
         self,
-        task_id: str,
+        run_id: str,
         scope: Scope,
         scope_key: str,
         summary: str,
         detail: dict[str, Any] | None = None,
+        *,
+        chat_id: str | None = None,
     ) -> None:
         """Schedule :meth:`save` in a tracked background task, off the caller's critical path.
 
         Errors are logged, not raised; :meth:`drain` waits for all pending saves. Must be called
         from a running event loop.
         """
-        key = (task_id, scope, scope_key)
+        key = (run_id, scope, scope_key)
         previous = self._last_save.get(key)
         task = asyncio.create_task(
-            self._save_after(previous, task_id, scope, scope_key, summary, detail),
-            name=f"context-save:{task_id}:{scope}:{scope_key}",
+            self._save_after(previous, run_id, scope, scope_key, summary, detail, chat_id),
+            name=f"context-save:{run_id}:{scope}:{scope_key}",
         )
         self._pending.add(task)
         self._last_save[key] = task
@@ -150,18 +174,19 @@ class ContextStore:
     async def _save_after(
         self,
         previous: asyncio.Task[None] | None,
-        task_id: str,
+        run_id: str,
         scope: Scope,
         scope_key: str,
         summary: str,
         detail: dict[str, Any] | None,
+        chat_id: str | None,
     ) -> None:
         if previous is not None:
             await asyncio.wait([previous])
         try:
-            await self.save(task_id, scope, scope_key, summary, detail)
+            await self.save(run_id, scope, scope_key, summary, detail, chat_id=chat_id)
         except Exception:
-            logger.exception("background context save failed: %s %s %s", task_id, scope, scope_key)
+            logger.exception("background context save failed: %s %s %s", run_id, scope, scope_key)
 
     def _forget(self, key: tuple[str, str, str], task: asyncio.Task[None]) -> None:
         self._pending.discard(task)
@@ -176,13 +201,21 @@ class ContextStore:
 
     # --- reads --------------------------------------------------------------------------------
 
-    async def get(self, task_id: str, scope: Scope, scope_key: str) -> ContextEntry | None:
-        doc = await self._collection.find_one({"task_id": task_id, "scope": scope, "scope_key": scope_key})
+    async def get(self, run_id: str, scope: Scope, scope_key: str) -> ContextEntry | None:
+        doc = await self._collection.find_one({"run_id": run_id, "scope": scope, "scope_key": scope_key})
         return ContextEntry.model_validate(doc) if doc is not None else None
 
-    async def list(self, task_id: str, scope: Scope | None = None) -> builtins.list[ContextEntry]:
-        """Entries of a task (optionally one scope), in natural ``scope_key`` order."""
-        query: Document = {"task_id": task_id}
+    async def previous_final(self, chat_id: str, *, before_run: str) -> ContextEntry | None:
+        """The final entry of the newest other run in the same chat: what the request before this
+        one ended with."""
+        query: Document = {"chat_id": chat_id, "scope": "task", "scope_key": "final", "run_id": {"$ne": before_run}}
+        async for doc in self._collection.find(query).sort("created_at", -1).limit(1):
+            return ContextEntry.model_validate(doc)
+        return None
+
+    async def list(self, run_id: str, scope: Scope | None = None) -> builtins.list[ContextEntry]:
+        """Entries of a run (optionally one scope), in natural ``scope_key`` order."""
+        query: Document = {"run_id": run_id}
         if scope is not None:
             query["scope"] = scope
         return await self._find_sorted(query)
@@ -202,9 +235,9 @@ class ContextStore:
     def goal_key(goal_index: int) -> str:
         return f"goal/{goal_index}"
 
-    async def assemble_epic_review_context(self, task_id: str) -> str:
+    async def assemble_epic_review_context(self, run_id: str) -> str:
         """One ``goal/<i>: summary`` line per goal: the epic review needs names/status only."""
-        return "\n".join(_line(e, bullet="") for e in await self.list(task_id, "goal"))
+        return "\n".join(_line(e, bullet="") for e in await self.list(run_id, "goal"))
 
 
 def _line(entry: ContextEntry, bullet: str = "- ") -> str:

@@ -333,6 +333,8 @@ class EvidencePack(BaseModel):
     external_refs: list[str] = Field(default_factory=list)
     facts: list[str] = Field(default_factory=list)
     unknowns: list[str] = Field(default_factory=list)
+    earlier_run: str = ""
+    """How the previous request in the same chat ended (its run's final report, bounded)."""
 
 
 class FinalReport(_Lenient):

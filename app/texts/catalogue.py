@@ -29,6 +29,7 @@ class Texts:
     node_replan: str
     node_advance_step: str
     node_advance_goal: str
+    node_review_epic: str
     node_git_operations: str
     node_finalize: str
     budget_warning: str
@@ -72,6 +73,10 @@ class Texts:
     report_tests_passed: str
     report_files: str
     report_finished_goals: str
+    report_epic_review_approved: str
+    report_epic_review_rejected: str
+    epic_review_no_verdict: str
+    epic_fixup_goal: str
     report_skipped: str
     report_failed: str
     report_left: str
@@ -100,6 +105,9 @@ class Texts:
     tracker_not_updated: str
     # plan gate: a goal's dependencies after its title
     plan_gate_after: str
+    plan_gate_wave: str
+    plan_gate_unknown_dependency: str
+    plan_gate_cycle: str
     # report warnings written by the orchestrator itself
     warning_classification_fallback: str
     warning_plan_fallback: str

@@ -42,6 +42,12 @@ def current_thread_id() -> str:
         return ""
 
 
+def run_key(state: OrchestratorState) -> str:
+    """Whose context entries and tracker records these are: the run (its thread), since Kotlin
+    reuses one task id for every request of a chat; the task id for a node called outside a graph."""
+    return current_thread_id() or task_of(state)["id"]
+
+
 def run_language(state: Mapping[str, Any], settings: Settings) -> str:
     """The run's language: decided at dispatch (`task.language`: the configured one, or with
     `auto` the request's own), else what the caller knows (`language`), else decided now the same
@@ -73,7 +79,9 @@ def evidence_text(state: OrchestratorState, limit: int = 3000) -> str:
     pack = state.get("evidence_pack")
     if not pack:
         return ""
-    lines = [f"- [{r.get('source', '')}] {r.get('content', '')}" for r in pack.get("kb_results", [])]
+    lines = [f"Earlier in this conversation (how the previous request ended): {pack['earlier_run']}"
+             ] if pack.get("earlier_run") else []
+    lines += [f"- [{r.get('source', '')}] {r.get('content', '')}" for r in pack.get("kb_results", [])]
     lines += [f"- {a.get('ref', '')}: {a.get('content', '')}" for a in pack.get("tracker_artifacts", [])]
     if pack.get("unknowns"):
         lines.append("Unknowns: " + "; ".join(pack["unknowns"]))

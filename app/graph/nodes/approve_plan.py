@@ -15,12 +15,12 @@ from langgraph.types import interrupt
 
 from app.graph.answers import read_approval
 from app.graph.approval import classify_modification
-from app.graph.goals import dependency_waves
-from app.graph.nodes._common import NodeRuntime, clip, run_language, task_of
+from app.graph.goals import GoalOrder, plan_order
+from app.graph.nodes._common import NodeRuntime, clip, run_key, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict
 from app.schemas.domain import Complexity, Recovery, RecoveryAction
-from app.texts import texts
+from app.texts import Texts, texts
 
 
 def added_goal(goals: Sequence[GoalDict], text: str) -> GoalDict:
@@ -34,40 +34,59 @@ def added_goal(goals: Sequence[GoalDict], text: str) -> GoalDict:
             "dependencies": [g["id"] for g in goals]}
 
 
+def plan_description(order: GoalOrder, *, finished: int, header: str, t: Texts) -> str:
+    """The plan as it will run: the unfinished goals numbered in wave order under their waves, each
+    with the goals it waits for, then every dependency the plan could not keep."""
+    todo = order.goals[finished:]
+    number = {g["id"]: n for n, g in enumerate(todo, 1)}
+    by_id = {g["id"]: g for g in todo}
+    lines = [header]
+    for n, wave in enumerate(order.waves, 1):
+        lines.append(t.plan_gate_wave.format(n=n))
+        for gid in wave:
+            after = ", ".join(str(number[d]) for d in by_id[gid].get("dependencies", []) if d in number)
+            lines.append(f"{number[gid]}. {by_id[gid]['title']}" + (" " + t.plan_gate_after.format(goals=after)
+                                                                      if after else ""))
+    for removed in order.removed:
+        text = t.plan_gate_cycle if removed.cycle else t.plan_gate_unknown_dependency
+        lines.append(text.format(goal=number.get(removed.goal, removed.goal),
+                                 dependency=number.get(removed.dependency, removed.dependency)))
+    return "\n".join(lines)
+
+
 async def approve_plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
-    goals = state.get("goals") or []
-    waves = dependency_waves(goals)
+    finished = state.get("current_goal_index", 0)
+    order = plan_order(state.get("goals") or [], finished=finished)
+    goals, waves = order.goals, order.waves
     generative = state.get("task_category") == "generative"
     t = texts(run_language(state, ctx.settings))
-    lines = [f"{i}. {g['title']}" + (" " + t.plan_gate_after.format(goals=", ".join(g["dependencies"]))
-                                     if g.get("dependencies") else "")
-             for i, g in enumerate(goals, 1)]
-    header = (t.plan_gate_replanned.format(reason=state["replan_reason"], goals=len(goals), waves=len(waves))
-              if state.get("replan_reason") else t.plan_gate.format(goals=len(goals), waves=len(waves)))
-    description = header + "\n" + "\n".join(lines)
+    todo = len(goals) - finished
+    header = (t.plan_gate_replanned.format(reason=state["replan_reason"], goals=todo, waves=len(waves))
+              if state.get("replan_reason") else t.plan_gate.format(goals=todo, waves=len(waves)))
+    description = plan_description(order, finished=finished, header=header, t=t)
     decision = interrupt(
         {
             "type": "approval_request",
             "action": "generative_design" if generative else "epic_plan",
             "description": description,
             "task_id": task_of(state)["id"],
-            "goals_count": len(goals),
+            "goals_count": todo,
             "waves_count": len(waves),
         }
     )
     answer = await read_approval(ctx.llm, decision, question=description)
     if answer.approved:
-        updates: dict[str, Any] = {"replan_reason": None}
+        updates: dict[str, Any] = {"replan_reason": None, "goals": goals}  # the approved run order
         if answer.modification:
             modification = classify_modification(answer.modification)
             if modification.kind == "add_step":
                 goals = [*goals, added_goal(goals, modification.text)]
-                waves = dependency_waves(goals)
+                waves = [*waves, [goals[-1]["id"]]]
                 updates["goals"] = goals
             else:
                 updates["user_conditions"] = [modification.text]
-        ctx.context_store.save_nowait(task_of(state)["id"], "epic", "plan", f"{len(goals)} goals in {len(waves)} waves",
+        ctx.context_store.save_nowait(run_key(state), "epic", "plan", f"{len(goals)} goals in {len(waves)} waves",
                                       {"goals": goals, "waves": waves})
         return updates
     if answer.reason and state.get("replans", 0) < ctx.settings.recovery_max_replans:

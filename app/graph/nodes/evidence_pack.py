@@ -1,4 +1,5 @@
-"""evidence_pack (spec §7.2): KB knowledge, external refs and chat summary.
+"""evidence_pack (spec §7.2): KB knowledge, external refs, chat summary and how the previous
+request of the same chat ended (its run's final entry in the context store).
 
 The task-relevant KB hits were already fetched by intake (same query), so they are reused;
 only the external references are looked up here, concurrently.
@@ -7,13 +8,17 @@ only the external references are looked up here, concurrently.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, cast
 
 from app.graph import chat
-from app.graph.nodes._common import NodeRuntime, task_of
+from app.graph.nodes._common import NodeRuntime, clip, run_key, task_of
 from app.graph.state import OrchestratorState
 from app.schemas.domain import EvidencePack
 
+log = logging.getLogger(__name__)
+#: The previous request's end, as the planners and answers of this one read it.
+EARLIER_RUN_CHARS = 800
 KB_UNAVAILABLE = "Knowledge Base unavailable: the run continues without (part of) its context."
 
 
@@ -39,6 +44,11 @@ async def evidence_pack(state: OrchestratorState, runtime: NodeRuntime) -> dict[
             artifacts.append(result)
     if any(u.startswith("KB ") or "KB " in u for u in unknowns):
         unknowns.append(KB_UNAVAILABLE)
+    try:  # the context store is an aid: a run goes on without the previous request's end
+        earlier = await ctx.context_store.previous_final(task["id"], before_run=run_key(state))
+    except Exception:
+        log.warning("context store: the previous run of chat %s could not be read", task["id"], exc_info=True)
+        earlier = None
     pack = EvidencePack(
         kb_results=list(cast("list[dict[str, str]]", state.get("kb_results") or [])),  # KbHit: the typed form
         tracker_artifacts=artifacts,
@@ -46,5 +56,6 @@ async def evidence_pack(state: OrchestratorState, runtime: NodeRuntime) -> dict[
         external_refs=refs,
         facts=[f"Task category: {state.get('task_category')}", f"Action: {state.get('task_action')}"],
         unknowns=unknowns,
+        earlier_run=clip(earlier.detail.get("summary") or earlier.summary, EARLIER_RUN_CHARS) if earlier else "",
     )
     return {"evidence_pack": pack.model_dump()}

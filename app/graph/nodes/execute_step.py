@@ -23,6 +23,7 @@ from app.graph.nodes._common import (
     current_thread_id,
     emit,
     kb_env,
+    run_key,
     run_language,
     task_brief,
     task_of,
@@ -149,6 +150,17 @@ def earlier_work(state: OrchestratorState, goal_index: int, step_index: int) -> 
     return clip("\n".join(lines), EARLIER_CHARS)
 
 
+def earlier_results(state: OrchestratorState, goal_index: int, step_index: int) -> str:
+    """What the finished steps before this one produced (answers, findings, summaries), for an
+    answer step that builds on them ("summarise what the analysis found")."""
+    lines = []
+    for result in sorted(done_slots(state), key=lambda r: (r.get("goal_index", 0), r["step_index"])):
+        if (result.get("goal_index", 0), result["step_index"]) < (goal_index, step_index):
+            said = result.get("findings") or result.get("summary") or ""
+            lines.append(f"- {clip(str(result.get('title', '')), 100)}: {clip(str(said), 600)}")
+    return clip("\n".join(lines), EARLIER_CHARS)
+
+
 def conversation_before(state: OrchestratorState, query: str) -> str:
     """The conversation before this request, newest kept when it is long (the request itself,
     which Kotlin also lists as the last message, is not repeated)."""
@@ -240,7 +252,7 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     detail = {"agent": agent, "attempt": attempt, "success": result.success, "exit_code": result.exit_code,
               "changed_files": result.changed_files, "log_tail": result.log_tail}
     # Awaited, not queued: a failed attempt's output is what the reflection reads next.
-    await ctx.context_store.save_safely(task["id"], "agent_result", ContextStore.step_key(goal_index, step.index),
+    await ctx.context_store.save_safely(run_key(state), "agent_result", ContextStore.step_key(goal_index, step.index),
                                         result.summary, detail)
     return StepResult(step_index=step.index, goal_index=goal_index, success=result.success, summary=result.summary,
                       agent_type=agent, step_type=StepType.CODE, changed_files=result.changed_files,
@@ -255,8 +267,10 @@ async def _respond(state: OrchestratorState, runtime: NodeRuntime, step: CodingS
             "step_type": StepType.RESPOND, "attempt": state.get("attempt", 1), "revision": step.revision,
             "title": clip(step.instructions, 120)}
     try:
+        earlier = earlier_results(state, base["goal_index"], step.index)
+        context = answer_context(state) + (f"\n\nEarlier steps of this task:\n{earlier}" if earlier else "")
         answer = (await ctx.llm.complete(prompts.execute_respond(
-            instructions=step.instructions, task=task_of(state)["query"], context=answer_context(state),
+            instructions=step.instructions, task=task_of(state)["query"], context=context,
             language=run_language(state, ctx.settings),
         ), max_tokens=prompts.Cap.ANSWER)).strip()
     except LlmError as exc:
@@ -291,7 +305,7 @@ async def _tracker(state: OrchestratorState, runtime: NodeRuntime, step: CodingS
         if op.op != "create" and not op.issue_key:
             failures.append(f"{op.op}: missing issue_key")
             continue
-        call = TrackerCall(task_id=task["id"], client_id=task["client_id"], project_id=project,
+        call = TrackerCall(run_id=run_key(state), client_id=task["client_id"], project_id=project,
                            goal_index=goal_index, step_index=step.index, revision=step.revision, index=index)
         try:
             result = await carry_out(ctx.kotlin, ctx.context_store, call, op, step.instructions[:80])
@@ -331,7 +345,7 @@ async def execute_step(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
     else:
         result = await _code(state, runtime, step)
     runtime.context.context_store.save_nowait(
-        task_of(state)["id"], "step", ContextStore.step_key(result.goal_index, result.step_index), result.summary,
+        run_key(state), "step", ContextStore.step_key(result.goal_index, result.step_index), result.summary,
         result.model_dump(mode="json"),
     )
     return updates | {"step_results": [result.model_dump(mode="json")]}

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from app.graph import chat, prompts, report
-from app.graph.nodes._common import NodeRuntime, run_language, task_of
+from app.graph.nodes._common import NodeRuntime, run_key, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
@@ -89,21 +89,21 @@ async def finalize(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
         summary = "\n".join(line for line in lines if line)
         updates |= {"final_result": summary, "error": report.error_text(problem, state, t)}
     else:
-        summary = state.get("final_result") or ""
+        summary = answers = state.get("final_result") or ""
         worked = not summary or (state.get("step_results") and any(r.get("step_type") != "respond"
                                                                    for r in state["step_results"]))
-        if worked and ctx.settings.report_writer == "model":
-            summary = await _written(state, runtime, t, language)
-        elif worked:  # REPORT_WRITER=facts: no model call
-            summary = with_usage(facts_report(state, t), t)
+        if worked:  # the answer steps' full answers (a mixed plan) come first, then the report of the work
+            written = (await _written(state, runtime, t, language) if ctx.settings.report_writer == "model"
+                       else with_usage(facts_report(state, t), t))  # REPORT_WRITER=facts: no model call
+            summary = f"{answers}\n\n{written}" if answers else written
         else:  # an answer: the notices the structured report would carry are added here
             summary = "\n\n".join([summary, *report.notice_lines(state, t)])
         if note := git_note(state, t):
             summary = f"{summary}\n\n{note}"
         updates["final_result"] = summary
-    ctx.context_store.save_nowait(task_of(state)["id"], "task", "final", summary[:500],
+    ctx.context_store.save_nowait(run_key(state), "task", "final", summary[:500],
                                   {"summary": summary, "branch": state.get("branch"),
-                                   "artifacts": files, "error": updates.get("error")})
+                                   "artifacts": files, "error": updates.get("error")}, chat_id=task_of(state)["id"])
     return updates
 
 

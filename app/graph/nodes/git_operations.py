@@ -23,6 +23,7 @@ from app.agents.base import AgentJob, AgentResult
 from app.agents.confinement import WorkspaceEscapeError
 from app.agents.control import should_detach
 from app.agents.workspace import StepBrief
+from app.graph import step_changes
 from app.graph.answers import read_approval
 from app.graph.approval import Modification, classify_modification
 from app.graph.nodes._common import (
@@ -76,6 +77,12 @@ def apply_branch_rule(branch: str, rule: Modification, rules: Rules, task_id: st
                 return candidate, None
         return branch, t.warning_no_other_branch.format(branch=forbidden)
     return branch, None
+
+
+def goal_files(state: OrchestratorState) -> list[str]:
+    """One line per finished goal: its title and the files it changed."""
+    return [f"{n}. {clip(s['title'], 80)}: {', '.join(s.get('changed_files', [])) or '-'}"
+            for n, s in enumerate(state.get("goal_summaries") or [], 1)]
 
 
 async def run_git(state: OrchestratorState, runtime: NodeRuntime, workspace: Path,
@@ -142,6 +149,10 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
         description = (t.commit_gate_partial.format(problem=clip(halt["message"], 300), count=len(files),
                                                     branch=branch)
                        if halt else t.commit_gate.format(count=len(files), branch=branch))
+        if len(state.get("goal_summaries") or []) > 1:  # an epic: what each goal changed, and the whole diff stat
+            stat = await step_changes.diff(ctx.snapshots, workspace, step_changes.run_base(state.get("step_results")
+                                                                                          or []), stat=True)
+            description = "\n".join([description, *goal_files(state), *([stat.rstrip()] if stat else [])])
         answer = await read_approval(ctx.llm, interrupt({
             "type": "approval_request", "action": "commit", "description": description,
             "task_id": task["id"], "branch": branch, "changed_files": files,

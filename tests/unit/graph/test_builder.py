@@ -46,13 +46,35 @@ async def test_advice_run_answers_through_respond_and_finalize(graph: Any, ctx: 
     assert kb.requests, "intake and evidence_pack ask the KB"
 
 
+async def test_the_next_request_in_a_chat_reads_how_the_previous_one_ended(graph: Any, ctx: RunContext,
+                                                                          llm: Any) -> None:
+    llm.script(Reply(match=node_marker("respond"), content="Endpoint /health vrací stav služby.", name="respond"))
+    first, first_config = start("Co dělá endpoint /health?")
+    await graph.ainvoke(first, first_config, context=ctx)
+    await ctx.context_store.drain()
+    # The same chat (Kotlin's task id), a new run: another thread.
+    second, _ = start("A co vrací při chybě?", task_id=first["task"]["id"])
+    second_config = {"configurable": {"thread_id": f"thread-{first['task']['id']}-0000beef"}, "recursion_limit": 150}
+
+    await graph.ainvoke(second, second_config, context=ctx)
+
+    later = [r for r in llm.requests if r.matched == "respond"][1]
+    assert ("Earlier in this conversation (how the previous request ended): Endpoint /health vrací stav služby."
+            in later.last_user)
+    first_run = await ctx.context_store.get(first_config["configurable"]["thread_id"], "task", "final")
+    assert first_run is not None and first_run.summary == "Endpoint /health vrací stav služby."  # not overwritten
+
+
 # ----------------------------------------------------------------------- epic
-def epic_script() -> list[Reply]:
-    goals = {"goals": [
-        {"id": "g1", "title": "Backend API", "description": "REST", "complexity": "medium", "dependencies": []},
-        {"id": "g2", "title": "Frontend", "description": "UI", "complexity": "simple", "dependencies": ["g1"]},
-        {"id": "g3", "title": "Docs", "description": "README", "complexity": "simple", "dependencies": ["g1"]},
-    ]}
+EPIC_GOALS = [
+    {"id": "g1", "title": "Backend API", "description": "REST", "complexity": "medium", "dependencies": []},
+    {"id": "g2", "title": "Frontend", "description": "UI", "complexity": "simple", "dependencies": ["g1"]},
+    {"id": "g3", "title": "Docs", "description": "README", "complexity": "simple", "dependencies": ["g1"]},
+]
+
+
+def epic_script(goal_list: list[dict[str, Any]] = EPIC_GOALS) -> list[Reply]:
+    goals = {"goals": goal_list}
 
     def steps(request: RecordedRequest) -> str:
         title = request.last_user.split("## Goal\n", 1)[1].split("\n", 1)[0]
@@ -81,7 +103,8 @@ async def test_epic_run_interrupts_for_plan_approval_with_goal_and_wave_counts(g
     assert (payload["type"], payload["action"]) == ("approval_request", "epic_plan")
     assert (payload["goals_count"], payload["waves_count"]) == (3, 2)
     assert payload["task_id"] == state["task"]["id"]
-    assert "1. Backend API" in payload["description"] and "2. Frontend (po: g1)" in payload["description"]
+    description = payload["description"]
+    assert "1. Backend API" in description and "2. Frontend (po: 1)" in description and "Vlna 2:" in description
     assert matched(llm) == ["intake", "plan_epic"]
     assert (await graph.aget_state(config)).next == ("approve_plan",)
 
@@ -118,16 +141,38 @@ async def test_epic_run_executes_goals_in_order_when_plan_is_approved(graph: Any
 
     per_goal = ["select_goal", "plan_steps", "execute_step", "evaluate"]
     assert nodes == ["approve_plan", *per_goal, "advance_goal", *per_goal, "advance_goal", *per_goal,
-                     "git_operations", "finalize"]
+                     "advance_goal", "git_operations", "finalize"]
     final = (await graph.aget_state(config)).values
     assert final["final_result"] == "Backend API hotovo.\n\nFrontend hotovo.\n\nDocs hotovo."
     assert [g["id"] for g in final["goals"]] == ["g1", "g2", "g3"]
-    assert [s["goal_id"] for s in final["goal_summaries"]] == ["g1", "g2"]
+    assert [s["goal_id"] for s in final["goal_summaries"]] == ["g1", "g2", "g3"]  # the last goal too
     assert final["git_outcome"] == "no_changes"
     second_plan = [r for r in llm.requests if r.matched == "plan_steps"][1]
     assert "## Done in earlier goals\n- Backend API: Backend API hotovo." in second_plan.last_user
-    step_context = await ctx.context_store.list(state["task"]["id"], "goal")
-    assert [e.scope_key for e in step_context] == ["goal/0", "goal/1"]
+    step_context = await ctx.context_store.list(config["configurable"]["thread_id"], "goal")  # the run's entries
+    assert [e.scope_key for e in step_context] == ["goal/0", "goal/1", "goal/2"]
+
+
+async def test_epic_goals_run_in_the_approved_wave_order(graph: Any, ctx: RunContext, llm: Any) -> None:
+    # [A, B after A, C]: the user approves waves {A, C} then {B}; the run does exactly that.
+    llm.script(*epic_script([{"id": "a", "title": "Alpha", "dependencies": []},
+                             {"id": "b", "title": "Beta", "dependencies": ["a"]},
+                             {"id": "c", "title": "Gamma", "dependencies": ["goal 9"]}]))
+    state, config = start("Postav webshop")
+    result = await graph.ainvoke(state, config, context=ctx)
+
+    description = result["__interrupt__"][0].value["description"]
+    assert description.splitlines() == ["Plán: 3 cílů ve 2 vlnách", "Vlna 1:", "1. Alpha", "2. Gamma", "Vlna 2:",
+                                        "3. Beta (po: 1)",
+                                        "Cíl 2 závisel na „goal 9“, což není cíl tohoto plánu: nečeká na něj."]
+    await graph.ainvoke(Command(resume={"approved": True, "reason": "ano", "modification": None}), config,
+                        context=ctx)
+
+    final = (await graph.aget_state(config)).values
+    assert [g["id"] for g in final["goals"]] == ["a", "c", "b"]
+    agent_steps = [r.last_user.split("## Step\nExplain ", 1)[1].split("\n", 1)[0]
+                   for r in llm.requests if r.matched == "execute_step"]
+    assert agent_steps == ["Alpha", "Gamma", "Beta"]
 
 
 # ----------------------------------------------------------------------- code

@@ -118,6 +118,20 @@ def test_route_after_evaluate_advances_step_then_goal_then_git(state: dict[str, 
     assert routing.route_after_evaluate(state) == expected
 
 
+@pytest.mark.parametrize(
+    ("summaries", "expected"),
+    [([{"goal_id": "g1"}], "advance_goal"), ([{"goal_id": "g1"}, {"goal_id": "g2"}], "git_operations")],
+    ids=["last-goal-not-summarised", "last-goal-summarised-once"],
+)
+def test_an_epics_last_goal_is_summarised_once_before_git(summaries: list[dict[str, Any]], expected: str) -> None:
+    goals = [GOAL, {"id": "g2", "title": "Second"}]
+    state = _evaluated(True, steps=[CODE], goals=goals, current_goal_index=1, task_category="epic",
+                       goal_summaries=summaries)
+    assert routing.route_after_evaluate(state) == expected
+    assert routing.route_after_advance_goal(state) == ("git_operations" if expected == "git_operations"
+                                                       else "select_goal")
+
+
 @pytest.mark.parametrize("state", [{}, {"evaluation": None, "steps": [CODE]}], ids=["missing", "none"])
 def test_route_after_evaluate_raises_value_error_when_no_evaluation(state: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="evaluation"):

@@ -195,3 +195,24 @@ async def test_the_reflection_reads_the_end_of_the_failure_and_the_steps_diff(gr
     assert "chybí rok 1900" in instructions and "vrať False pro století nedělitelná 400" in instructions
     snapshot = (await graph.aget_state(config)).values
     assert [(f["attempt"], f["action"]) for f in snapshot["failures"]] == [(1, "retry"), (2, "retry_modified")]
+
+
+async def test_a_mixed_plans_answer_sees_the_earlier_steps_and_reaches_the_result_in_full(
+        graph: Any, ctx: RunContext, llm: Any, exercise: str) -> None:
+    explanation = " ".join(f"Year {1600 + 100 * n} is {'a' if n % 4 == 0 else 'no'} leap year, by rule {n}."
+                           for n in range(16))  # > 500 characters, no repeating block
+    llm.script(Reply(match=node_marker("plan_steps"), name="plan_steps",
+                     content=steps_json({"instructions": f"Write leap.\n{file_block('leap.py', LEAP)}",
+                                         "step_type": "code", "files": ["leap.py"]},
+                                        {"instructions": "Explain the rule leap.py now implements",
+                                         "step_type": "respond"})),
+               Reply(match=node_marker("execute_step"), content=explanation, name="answer"))
+    state, config = start("Implement leap_year() in leap.py and explain the rule in README.md", workspace_path=exercise)
+    await told(graph, state, config, ctx)
+    await graph.ainvoke(Command(resume={"approved": True, "reason": "ano", "modification": None}), config, context=ctx)
+
+    [answer_call] = [r for r in llm.requests if r.matched == "answer"]
+    assert "Earlier steps of this task:\n- Write leap." in answer_call.last_user  # the code step's result
+    report = (await graph.aget_state(config)).values["final_result"]
+    assert report.startswith(explanation.strip())  # the full answer, not a 300-character fact
+    assert "Dokončeno 2 z 2 kroků. Změněné soubory: leap.py." in report and "Hotovo: Write leap.\n" in report

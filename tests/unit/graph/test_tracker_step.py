@@ -1,11 +1,13 @@
 """Tracker steps (app/graph/nodes/execute_step.py, app/graph/tracker_ops.py) in-process, against
 the fake Kotlin server and the context store on nx-27017: nothing claimed that Kotlin did not do,
-and an issue created at most once per task and step, whatever is run again."""
+and an issue created at most once per run and step, whatever is run again."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from langchain_core.runnables.config import set_config_context
 from langgraph.runtime import Runtime
 
 from app.graph.context import RunContext
@@ -27,8 +29,15 @@ def tracker_state(*operations: dict[str, Any], attempt: int = 1, revision: int =
             "jervis_project_id": "jp1", "current_goal_index": 0, "current_step_index": 0, "steps": [step]}
 
 
-async def run_step(ctx: RunContext, state: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    update = await execute_step(state, Runtime(context=ctx))  # type: ignore[arg-type]
+async def run_step(ctx: RunContext, state: dict[str, Any], *,
+                   thread_id: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The node called directly (outside a graph its run is the task), or as one run's thread."""
+    if thread_id is None:
+        update = await execute_step(state, Runtime(context=ctx))  # type: ignore[arg-type]
+    else:
+        with set_config_context({"configurable": {"thread_id": thread_id}}) as context:
+            update = await asyncio.create_task(execute_step(state, Runtime(context=ctx)),  # type: ignore[arg-type]
+                                               context=context)
     [result] = update["step_results"]
     return result, update.get("warnings", [])
 
@@ -63,10 +72,23 @@ async def test_an_issue_is_created_once_when_the_node_runs_again(ctx: RunContext
                          "type": "task", "parentKey": None}
 
 
+async def test_the_next_request_in_the_same_chat_carries_out_its_own_operation(
+        ctx: RunContext, kotlin: FakeKotlinServer) -> None:
+    # Kotlin reuses the task id for every request of a chat: the record belongs to the run (thread).
+    kotlin.implemented_tracker()
+    first, _ = await run_step(ctx, tracker_state(CREATE), thread_id=f"thread-{TASK}-00000001")
+    again, _ = await run_step(ctx, tracker_state(CREATE), thread_id=f"thread-{TASK}-00000001")
+    second, _ = await run_step(ctx, tracker_state(CREATE), thread_id=f"thread-{TASK}-00000002")
+
+    assert (first["summary"], again["summary"], second["summary"]) == (
+        "created FAKE-1", "created FAKE-1", "created FAKE-2")
+    assert kotlin.created_issues == ["FAKE-1", "FAKE-2"]
+
+
 async def test_a_call_lost_in_a_crash_is_repeated_with_the_same_idempotency_key(
         ctx: RunContext, kotlin: FakeKotlinServer) -> None:
     kotlin.implemented_tracker()
-    call = TrackerCall(task_id=TASK, client_id="c1", project_id="jp1", goal_index=0, step_index=1, revision=0, index=0)
+    call = TrackerCall(run_id=TASK, client_id="c1", project_id="jp1", goal_index=0, step_index=1, revision=0, index=0)
     key = idempotency_key(call, TrackerOperation.model_validate(CREATE))
     # The earlier process recorded the key, made the call, and died before recording the answer.
     await ctx.context_store.save(TASK, SCOPE, key, "pending", {"state": "pending", "op": "create"})

@@ -37,7 +37,7 @@ def test_order_for_dependencies_keeps_order_when_no_later_goal_can_run() -> None
     assert ids(order_for_dependencies(goals, 0, set())) == ["a", "b"]
 
 
-def test_order_for_dependencies_defers_goal_with_unknown_dependency() -> None:
+def test_order_for_dependencies_defers_a_goal_whose_dependency_never_finished() -> None:
     goals = [goal("a", "g9"), goal("b")]
     assert ids(order_for_dependencies(goals, 0, set())) == ["b", "a"]
 
