@@ -69,7 +69,7 @@ async def test_a_rejected_epic_gets_a_fix_up_goal_and_is_reviewed_again(graph: A
     gate_lines = gate.splitlines()
     assert gate_lines[1:4] == ["1. Add alpha: alpha.py", "2. Add beta: beta.py",
                                "3. Oprav, co našla kontrola celé změny: beta.py"]
-    assert " alpha.py | 3 +++" in gate and gate.endswith("2 files changed, 9 insertions(+)")  # the whole run's diff stat
+    assert " alpha.py | 3 +++" in gate and gate.endswith("2 files changed, 9 insertions(+)")  # the run's stat
     reviews = [r for r in llm.requests if r.matched == "review"]
     assert len(reviews) == 2
     first = reviews[0].last_user
