@@ -266,7 +266,7 @@ def test_tracker_step_calls_the_kotlin_tracker_and_reports_a_placeholder_as_not_
     assert call == {"clientId": body["client_id"], "projectId": "67a9b1c2d3e4f5a6b7c8d9ff",
                     "title": "Health endpoint", "description": "Add /health", "type": "task", "parentKey": None}
     [sent] = [e for e in kotlin.events if e.route.endswith("/create-issue")]
-    assert (sent.idempotency_key or "").startswith(f"tracker:{body['task_id']}:g0:s0:r0:o0:")
+    assert (sent.idempotency_key or "").startswith(f"tracker:{thread_id}:g0:s0:r0:o0:")  # the run's, not the chat's
 
 
 def test_status_of_unknown_thread_is_string_only(client) -> None:
