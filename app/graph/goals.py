@@ -108,11 +108,6 @@ def _reaches(pending: dict[str, set[str]], start: set[str], target: str) -> bool
     return False
 
 
-def dependency_waves(goals: Sequence[GoalDict]) -> list[list[str]]:
-    """Goal ids grouped in waves: a goal runs after every goal it depends on."""
-    return plan_order(goals).waves
-
-
 def order_for_dependencies(goals: list[GoalDict], index: int, completed: set[str]) -> list[GoalDict]:
     """If goal `index` waits on unfinished goals, swap in the first later goal that does not;
     if none can run, keep the order. Goals run in approved wave order, so this matters only for a

@@ -6,7 +6,11 @@ from typing import Any
 
 import pytest
 
-from app.graph.goals import RemovedDependency, dependency_waves, plan_order
+from app.graph.goals import RemovedDependency, plan_order
+
+
+def dependency_waves(goals: list[dict[str, Any]]) -> list[list[str]]:
+    return plan_order(goals).waves
 
 
 def goal(gid: str, *deps: str) -> dict[str, Any]:
