@@ -67,11 +67,19 @@ def _fold(value: Any) -> Any:
 Folded = BeforeValidator(_fold)
 
 
+#: The longest string bound llama.cpp's grammar parser takes (llama-cpp-python writes maxLength n as
+#: n nested optional characters): a step plan with 1200-character instructions was refused ("number
+#: of rules that are going to be repeated ... exceeds sane defaults") and the embedded server died.
+GRAMMAR_MAX_LENGTH = 1000
+
+
 def bounded(max_length: int | None = None, *, items: int | None = None, item_length: int | None = None) -> Any:
     """JSON-schema bounds the model's grammar enforces (a string's length, a list's items) without
     validating them: a grammar-constrained small model stops there instead of looping to its cap
     (llama.cpp honours maxLength and maxItems); a larger model without a grammar that writes more
-    is still understood."""
+    is still understood. A string bound above `GRAMMAR_MAX_LENGTH` is refused where it is written."""
+    if max(max_length or 0, item_length or 0) > GRAMMAR_MAX_LENGTH:
+        raise ValueError(f"a string bound above {GRAMMAR_MAX_LENGTH} breaks llama.cpp's grammar parser")
     extra: dict[str, Any] = {}
     if max_length is not None:
         extra["maxLength"] = max_length
@@ -135,7 +143,7 @@ class TrackerOperation(_Lenient):
 
 class CodingStep(_Lenient):
     index: int = 0
-    instructions: str = Field(json_schema_extra=bounded(1200))
+    instructions: str = Field(json_schema_extra=bounded(1000))
     step_type: Annotated[StepType, Folded] = StepType.CODE
     agent_type: str | None = None
     files: list[str] = Field(default_factory=list, json_schema_extra=bounded(items=8, item_length=160))

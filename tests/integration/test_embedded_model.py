@@ -367,3 +367,20 @@ async def test_real_model_streams_text_and_json_through_litellm(real_model: Embe
     print(f"[embedded model] JSON completion: first token {first:.1f}s, total {total:.1f}s: {text!r}")
     value = parse_json_object(text)
     assert isinstance(value["language"], str) and isinstance(value["year"], int)
+
+
+@pytest.mark.slow
+async def test_every_structured_answer_schema_is_a_grammar_the_real_model_takes(real_model: EmbeddedModel) -> None:
+    # A schema llama.cpp cannot parse does not fail the request cleanly: the server died (StepPlan
+    # with 1200-character instructions). Each schema the service sends is asked for once, briefly.
+    from app.chat.compression import _Compression
+    from app.correction.merge import CorrectionReply
+    from app.llm.provider import _json_schema
+    from app.schemas import domain
+
+    schemas = [domain.Classification, domain.GoalPlan, domain.StepPlan, domain.ReviewVerdict, domain.Reflection,
+               domain.RecoveryChoice, domain.ApprovalDecision, _Compression, CorrectionReply]
+    for schema in schemas:
+        text, _, _ = await _stream(real_model, [{"role": "user", "content": "Reply with JSON."}], max_tokens=4,
+                                   response_format={"type": "json_object", "schema": _json_schema(schema)})
+        assert text.startswith("{"), f"{schema.__name__}: {text!r}"
