@@ -88,8 +88,7 @@ class Settings(BaseSettings):
     first use unless it already holds the pinned version."""
     aider_args: list[str] = Field(default_factory=lambda: ["--edit-format", "whole", "--map-tokens", "0"])
     """Extra Aider flags for both runners (JSON list): whole-file edits and no repository map keep a small local
-    model reliable (the diff formats fail often with a 1.5B model); a large model may prefer
-    `["--edit-format", "diff"]`."""
+    model reliable (the diff formats fail often with a 1.5B model); a large model may prefer `--edit-format diff`."""
     agent_images: dict[str, str] = Field(default_factory=lambda: {
         "aider": "jervis-aider", "openhands": "jervis-coding-engine", "claude": "jervis-claude",
         "junie": "jervis-junie",
@@ -256,6 +255,9 @@ class Settings(BaseSettings):
     """Replannings per run: after a failed step, or a plan gate refused with a reason."""
     epic_review_fixups: int = Field(default=1, ge=0)
     """Fix-up goals an epic's review may add (each reviewed again); issues left after them are reported."""
+    epic_max_parallel_goals: int | None = Field(default=None, ge=1)
+    """Goals of one wave worked on at once, each in its own git worktree; unset = 2 with the `kubernetes` runner, 1
+    on the local runner (one local model server answers one request at a time, so parallel goals only queue)."""
     intake_by_rules: bool = True
     """Intake decides by rules where they are certain (an imperative request naming a file or function of the
     workspace is a code task, a plain question is advice) and asks the model only for the rest; `false` asks the

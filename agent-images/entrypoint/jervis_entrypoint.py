@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -211,16 +211,21 @@ def string_list(value: Any) -> list[str]:
 
 # --------------------------------------------------------------------------- git
 def git(workspace: Path, *args: str, timeout: float = GIT_TIMEOUT, read_only: bool = False,
+        env: Mapping[str, str] | None = None, input_text: str | None = None, raw_paths: bool = False,
         ) -> subprocess.CompletedProcess[str]:
     """Run git on the workspace. `safe.directory` because the volume may belong to another uid;
-    read-only calls take no optional locks, so `status` never rewrites the index under an agent."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    read-only calls take no optional locks, so `status` never rewrites the index under an agent.
+    `env` adds variables (a temporary index); `input_text` is fed to stdin (else /dev/null);
+    `raw_paths` decodes and encodes with surrogateescape, so a path git prints that is not UTF-8
+    goes back to git unchanged (such text must not reach result.json: see `printable`)."""
+    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
     if read_only:
-        env["GIT_OPTIONAL_LOCKS"] = "0"
+        environment["GIT_OPTIONAL_LOCKS"] = "0"
     return subprocess.run(
         ["git", "-c", "safe.directory=*", "-c", "core.quotepath=off", *args],
-        cwd=workspace, env=env, capture_output=True, text=True, errors="replace", timeout=timeout,
-        stdin=subprocess.DEVNULL, check=False,
+        cwd=workspace, env=environment, capture_output=True, text=True,
+        encoding="utf-8" if raw_paths else None, errors="surrogateescape" if raw_paths else "replace",
+        timeout=timeout, input=input_text, stdin=subprocess.DEVNULL if input_text is None else None, check=False,
     )
 
 
@@ -228,15 +233,21 @@ class GitError(RuntimeError):
     """A git command failed; the message carries git's own stderr."""
 
 
-def git_ok(workspace: Path, *args: str, timeout: float = GIT_TIMEOUT) -> str:
+def git_ok(workspace: Path, *args: str, timeout: float = GIT_TIMEOUT, env: Mapping[str, str] | None = None,
+           input_text: str | None = None, raw_paths: bool = False) -> str:
     """stdout of a git command that must succeed."""
     try:
-        done = git(workspace, *args, timeout=timeout)
+        done = git(workspace, *args, timeout=timeout, env=env, input_text=input_text, raw_paths=raw_paths)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GitError(f"git {' '.join(args)}: {exc}") from exc
+        raise GitError(printable(f"git {' '.join(args)}: {exc}")) from exc
     if done.returncode != 0:
-        raise GitError(f"git {' '.join(args)}: {(done.stderr or done.stdout).strip()}")
+        raise GitError(printable(f"git {' '.join(args)}: {(done.stderr or done.stdout).strip()}"))
     return done.stdout
+
+
+def printable(text: str) -> str:
+    """`text` without lone surrogates (a path that is not UTF-8), which JSON output cannot encode."""
+    return text.encode("utf-8", errors="replace").decode("utf-8")
 
 
 def is_git_repo(workspace: Path) -> bool:
@@ -603,6 +614,17 @@ def changed_files(workspace: Path, before: Mapping[str, str], claimed: list[str]
 
 # -------------------------------------------------------------------- git mode
 @dataclass(frozen=True)
+class PlannedCommit:
+    """One commit of a series (`commits` in git.json): the work of one goal."""
+
+    message: str
+    trailer: str
+    files: list[str]
+    tree: str | None
+    """A tree object holding the workspace as it was after the goal; None: the working tree now."""
+
+
+@dataclass(frozen=True)
 class GitPlan:
     """`.jervis/git.json`."""
 
@@ -612,6 +634,21 @@ class GitPlan:
     files: list[str]
     trailer: str
     remote: str
+    commits: tuple[PlannedCommit, ...] = ()
+    """A series of commits, one per goal; when given, message, trailer and files above are not used."""
+
+    @property
+    def changed_files(self) -> list[str]:
+        """The files a commit step reports: its own, or those of all commits of the series."""
+        if not self.commits:
+            return self.files
+        return list(dict.fromkeys(path for planned in self.commits for path in planned.files))
+
+
+#: A full SHA-1 or SHA-256 object name.
+OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+#: How far back `find_commit` looks for a trailer.
+TRAILER_DEPTH = 50
 
 
 def load_git_plan(workspace: Path) -> GitPlan:
@@ -626,25 +663,56 @@ def load_git_plan(workspace: Path) -> GitPlan:
     remote = plan.get("remote") or "origin"
     if not isinstance(remote, str) or remote.startswith("-"):
         raise BadEnvironment("git.json: remote must be a remote name")
+    commits = planned_commits(plan.get("commits")) if action == "commit" else ()
     message, trailer = plan.get("message") or "", plan.get("trailer") or ""
-    if action == "commit" and not (isinstance(message, str) and message.strip()):
+    if action == "commit" and not commits and not (isinstance(message, str) and message.strip()):
         raise BadEnvironment("git.json: a commit needs a message")
-    if action == "commit" and not (isinstance(trailer, str) and trailer.strip()):
+    if action == "commit" and not commits and not (isinstance(trailer, str) and trailer.strip()):
         raise BadEnvironment("git.json: a commit needs a trailer (it makes the commit idempotent)")
     return GitPlan(action, branch.strip(), str(message).strip(), string_list(plan.get("files")),
-                   str(trailer).strip(), remote)
+                   str(trailer).strip(), remote, commits)
+
+
+def planned_commits(value: Any) -> tuple[PlannedCommit, ...]:
+    """`commits` of git.json: absent, null or [] is no series; anything malformed is an orchestrator bug."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise BadEnvironment("git.json: commits must be a list of objects")
+    commits: list[PlannedCommit] = []
+    for number, item in enumerate(value):
+        where = f"git.json: commits[{number}]"
+        if not isinstance(item, dict):
+            raise BadEnvironment(f"{where} must be an object")
+        message, trailer, files, tree = (item.get(key) for key in ("message", "trailer", "files", "tree"))
+        if not (isinstance(message, str) and message.strip()):
+            raise BadEnvironment(f"{where} needs a message")
+        if not (isinstance(trailer, str) and trailer.strip()) or len(trailer.strip().splitlines()) != 1:
+            raise BadEnvironment(f"{where} needs a trailer of one line (it makes the commit idempotent)")
+        if not isinstance(files, list) or not all(isinstance(path, str) and path for path in files):
+            raise BadEnvironment(f"{where}: files must be a list of paths")
+        if tree is not None and not (isinstance(tree, str) and OBJECT_ID.fullmatch(tree.lower())):
+            raise BadEnvironment(f"{where}: tree must be null or a tree object id")
+        commits.append(PlannedCommit(message.strip(), trailer.strip(), list(dict.fromkeys(files)),
+                                     tree.lower() if tree is not None else None))
+    trailers = [planned.trailer for planned in commits]
+    if len(set(trailers)) != len(trailers):
+        raise BadEnvironment("git.json: commits need a trailer each of their own")
+    return tuple(commits)
 
 
 def run_git_mode(config: Config, plan: GitPlan) -> dict[str, Any]:
     """Commit or push; a git failure is a failed step (exit 1), not a crash."""
     try:
         if plan.action == "commit":
-            return commit(config.workspace, plan)
+            return commit_series(config.workspace, plan) if plan.commits else commit(config.workspace, plan)
         return push(config.workspace, plan)
     except GitError as exc:
         result: dict[str, Any] = {"success": False, "summary": str(exc)[:SUMMARY_LIMIT]}
         if plan.action == "commit":
-            result.update(changedFiles=plan.files, commitSha=None)
+            result.update(changedFiles=plan.changed_files, commitSha=None)
+            if plan.commits:
+                result["commits"] = []
         return result
 
 
@@ -661,12 +729,19 @@ def switch_branch(workspace: Path, branch: str) -> None:
 
 def find_commit(workspace: Path, trailer: str) -> str | None:
     """The sha of a commit among the last 50 whose message has `trailer` as a line."""
-    log_text = git_ok(workspace, "log", "-n", "50", "--format=%H%x00%B%x01")
+    return find_commits(workspace, [trailer]).get(trailer)
+
+
+def find_commits(workspace: Path, trailers: list[str], depth: int = TRAILER_DEPTH) -> dict[str, str]:
+    """Each of `trailers` found as a line of a message among the last `depth` commits -> the newest such sha."""
+    wanted, found = set(trailers), dict[str, str]()
+    log_text = git_ok(workspace, "log", "-n", str(depth), "--format=%H%x00%B%x01")
     for record in log_text.split("\x01"):
         sha, _, body = record.strip().partition("\x00")
-        if sha and any(line.strip() == trailer for line in body.splitlines()):
-            return sha
-    return None
+        for line in body.splitlines() if sha else ():
+            if line.strip() in wanted:
+                found.setdefault(line.strip(), sha)
+    return found
 
 
 def identity_args(workspace: Path) -> list[str]:
@@ -694,6 +769,140 @@ def commit(workspace: Path, plan: GitPlan) -> dict[str, Any]:
     sha = git_ok(workspace, "rev-parse", "HEAD").strip()
     return {"success": True, "summary": f"Committed {len(plan.files)} file(s) as {sha[:12]} on {plan.branch}",
             "changedFiles": plan.files, "commitSha": sha}
+
+
+def commit_series(workspace: Path, plan: GitPlan) -> dict[str, Any]:
+    """One commit per planned commit, in order, each on top of the previous, on `plan.branch`.
+
+    Each commit takes its files as they are in its tree (the working tree when it has none) and
+    everything else from its parent; it is built in a temporary index and `.git/index` changes only
+    at the end, for the series' own paths, so the user's other changes, staged or not, stay as
+    they were. A re-run after a crash commits nothing twice: everything up to the last commit
+    whose trailer is already in the history is done (a commit left out because it changed nothing
+    has no trailer to find, and must not be applied again over later ones)."""
+    files = plan.changed_files
+    if not is_git_repo(workspace):
+        raise GitError("a series of commits needs the workspace to be the top level of a git work tree")
+    if git(workspace, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").returncode != 0:
+        raise GitError("the repository has no commit yet: a series of commits starts from one")
+    switch_branch(workspace, plan.branch)
+    found = find_commits(workspace, [planned.trailer for planned in plan.commits],
+                         depth=TRAILER_DEPTH + len(plan.commits))
+    done = max((number for number, planned in enumerate(plan.commits) if planned.trailer in found), default=-1)
+    earlier = [found[planned.trailer] for planned in plan.commits[:done + 1] if planned.trailer in found]
+    made: list[str] = []
+    unchanged = 0
+    failure: GitError | None = None
+    try:
+        with scratch_index(workspace) as index_env:
+            for planned in plan.commits[done + 1:]:
+                sha = commit_planned(workspace, planned, index_env)
+                if sha is None:
+                    unchanged += 1
+                else:
+                    made.append(sha)
+    except GitError as exc:
+        failure = exc
+    shas = earlier + made
+    if shas and files:  # even after a failure the index follows the commits made (no paths: reset all!)
+        try:
+            git_ok(workspace, "reset", "-q", "--", *files, env=LITERAL_PATHS, raw_paths=True)
+        except GitError as exc:
+            failure = failure or exc
+    result: dict[str, Any] = {"changedFiles": files, "commitSha": shas[-1] if shas else None, "commits": shas}
+    if failure is not None:
+        return {"success": False, "summary": str(failure)[:SUMMARY_LIMIT]} | result | {"commitSha": None}
+    if not shas:
+        return {"success": False, "summary": f"Nothing to commit: none of the {len(plan.commits)} commit(s) "
+                                             "changes a file"} | result
+    if not made:
+        summary = f"Already committed as {shas[-1][:12]} on {plan.branch} ({len(shas)} commit(s))"
+    else:
+        skipped = [f"{count} {what}" for count, what in ((len(earlier), "already committed"),
+                                                          (unchanged, "unchanged")) if count]
+        summary = (f"Committed {len(made)} commit(s) of {len(files)} file(s) as {shas[-1][:12]} on {plan.branch}"
+                   + (f" ({', '.join(skipped)})" if skipped else ""))
+    return {"success": True, "summary": summary} | result
+
+
+#: Paths from git.json are file names, never patterns (`*`, `[` or `:` in a name mean themselves).
+LITERAL_PATHS = {"GIT_LITERAL_PATHSPECS": "1"}
+#: Where the series builds its commits: inside the git dir, never `.git/index`.
+COMMIT_INDEX = Path("jervis") / "commit-index"
+
+
+def index_git(workspace: Path, index_env: Mapping[str, str], *args: str, input_text: str | None = None) -> str:
+    """A git command on the temporary index (no split index: it would leave shared-index files behind)."""
+    return git_ok(workspace, "-c", "core.splitIndex=false", *args, env=index_env, input_text=input_text,
+                  raw_paths=True)
+
+
+@contextlib.contextmanager
+def scratch_index(workspace: Path) -> Iterator[dict[str, str]]:
+    """The environment of git commands on a temporary index in the git dir; the file is always removed
+    (also one that a killed run left behind, with its lock)."""
+    git_dir = Path(git_ok(workspace, "rev-parse", "--absolute-git-dir").strip())
+    index = git_dir / COMMIT_INDEX
+    lock = index.with_name(index.name + ".lock")
+    try:
+        index.parent.mkdir(exist_ok=True)
+        for leftover in (index, lock):
+            leftover.unlink(missing_ok=True)
+    except OSError as exc:
+        raise GitError(f"cannot prepare {index}: {exc}") from exc
+    try:
+        yield {"GIT_INDEX_FILE": str(index), **LITERAL_PATHS}
+    finally:
+        for leftover in (index, lock):
+            with contextlib.suppress(OSError):
+                leftover.unlink(missing_ok=True)
+
+
+def commit_planned(workspace: Path, planned: PlannedCommit, index_env: Mapping[str, str]) -> str | None:
+    """Commit `planned` on top of HEAD and move the branch to it; None (no commit) when it changes nothing."""
+    parent = git_ok(workspace, "rev-parse", "--verify", "HEAD^{commit}").strip()
+    index_git(workspace, index_env, "read-tree", parent)
+    if planned.files:
+        present = index_git(workspace, index_env, "ls-files", "-z", "--", *planned.files)
+        indexed = [path for path in present.split("\0") if path]
+        if planned.tree is None:
+            stage_working_tree(workspace, planned.files, indexed, index_env)
+        else:
+            stage_from_tree(workspace, planned, indexed, "0" * len(parent), index_env)
+    tree = index_git(workspace, index_env, "write-tree").strip()
+    if tree == git_ok(workspace, "rev-parse", "--verify", f"{parent}^{{tree}}").strip():
+        return None
+    sha = git_ok(workspace, *identity_args(workspace), "commit-tree", tree, "-p", parent,
+                 "-m", f"{planned.message}\n\n{planned.trailer}").strip()
+    subject = planned.message.splitlines()[0]
+    git_ok(workspace, "update-ref", "-m", f"jervis commit: {subject}", "HEAD", sha, parent)
+    return sha
+
+
+def stage_from_tree(workspace: Path, planned: PlannedCommit, indexed: list[str], zero_id: str,
+                    index_env: Mapping[str, str]) -> None:
+    """The temporary index takes `planned.files` as they are in `planned.tree`: entries of those paths
+    are removed (mode 0), then the tree's entries added as they are (mode, executable bit, symlink)."""
+    if git(workspace, "cat-file", "-e", f"{planned.tree}^{{tree}}").returncode != 0:
+        raise GitError(f"tree {planned.tree} is not in the repository (commit '{planned.trailer}')")
+    listing = git_ok(workspace, "ls-tree", "-r", "-z", "--", str(planned.tree), *planned.files, raw_paths=True)
+    entries = [f"0 {zero_id}\t{path}" for path in indexed] + [entry for entry in listing.split("\0") if entry]
+    if entries:
+        index_git(workspace, index_env, "update-index", "-z", "--index-info",
+                  input_text="".join(entry + "\0" for entry in entries))
+
+
+def stage_working_tree(workspace: Path, files: list[str], indexed: list[str], index_env: Mapping[str, str]) -> None:
+    """The temporary index takes `files` as they are in the working tree (a deleted one is removed); a
+    path in neither (made and deleted again) is left out, because `git add` refuses it."""
+    def known(path: str) -> bool:
+        name = path.rstrip("/")
+        return os.path.lexists(workspace / path) or any(
+            entry == name or entry.startswith(name + "/") for entry in indexed)
+
+    paths = [path for path in files if known(path)]
+    if paths:
+        index_git(workspace, index_env, "add", "-A", "--", *paths)
 
 
 def push(workspace: Path, plan: GitPlan) -> dict[str, Any]:

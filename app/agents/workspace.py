@@ -204,6 +204,11 @@ class WorkspaceManager:
         confinement.remove_empty_dir(workspace, ".claude")
         confinement.remove_tree(workspace, JERVIS_DIR)
 
+    def exclude_agent_files(self, workspace: Path) -> None:
+        """Keep the agents' files out of every snapshot of this repository and its linked worktrees
+        (they share its `info/exclude`), before any step has written them."""
+        self._exclude_from_git(workspace, [])
+
     @staticmethod
     def _exclude_from_git(workspace: Path, created: list[str]) -> None:
         """Keep agent files out of commits without touching the repository's own .gitignore.

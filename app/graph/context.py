@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from app.agents.snapshots import WorkspaceSnapshots
+from app.agents.worktrees import GoalWorktrees
 from app.config import Settings
 from app.kb.prefetch import ProjectContextPrefetch
 
@@ -31,5 +32,7 @@ class RunContext:
     workspaces: WorkspaceManager
     snapshots: WorkspaceSnapshots = field(default_factory=WorkspaceSnapshots)
     """Each step's starting point in its workspace: what a retry, skip or stop goes back to."""
+    worktrees: GoalWorktrees = field(default_factory=GoalWorktrees)
+    """The git worktrees of goals running side by side, and the merge of their work (merge_wave)."""
     kb_prefetch: ProjectContextPrefetch = field(default_factory=ProjectContextPrefetch)
     """intake's KB lookup of each new run, started by the run driver at dispatch."""

@@ -29,10 +29,13 @@ def work_fraction(state: Mapping[str, Any], node: str) -> float:
     """0..1: goals done plus the current goal's share."""
     goals = state.get("goals") or []
     total_goals = max(1, len(goals))
-    goal = min(int(state.get("current_goal_index") or 0), total_goals)
+    done = {s.get("goal_id") for s in state.get("goal_summaries") or []}
+    goal = sum(1 for g in goals if g.get("id") in done)  # goals of a wave finish in any order
+    index = int(state.get("current_goal_index") or 0)
+    current_done = index < len(goals) and goals[index].get("id") in done
     steps = state.get("steps") or []
     within = 0.0
-    if steps and goal < total_goals and node not in _GOAL_START:
+    if steps and goal < total_goals and not current_done and node not in _GOAL_START:
         step = min(int(state.get("current_step_index") or 0), len(steps))
         if node in _STEP_DONE:
             partial = 1.0
@@ -69,13 +72,20 @@ def message(state: Mapping[str, Any], node: str, t: Texts, language: str | None 
     attempt = int(state.get("attempt") or 1)
     fields = {"goal": int(state.get("current_goal_index") or 0) + 1, "goals": max(1, len(goals)),
               "step": int(state.get("current_step_index") or 0) + 1, "steps": max(1, len(steps)),
-              "attempt": attempt}
+              "attempt": attempt, **_wave_fields(state)}
     retry = node == "execute_step" and attempt > 1
     text = str(t.node_execute_retry if retry else getattr(t, f"node_{node}", node)).format(**fields)
     why = retry_reason(state.get("recovery") or {}, language) if retry else ""
     if why:  # the reflection's conclusion (or the failure's first line) reaches Kotlin with the retry
         text = f"{text.rstrip('…')}: {why[:120]}"
     return text
+
+
+def _wave_fields(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The wave running now and its goals' titles, for the texts of goals side by side."""
+    wave = state.get("wave") or {}
+    titles = {g.get("id"): g.get("title", "") for g in state.get("goals") or []}
+    return {"wave": wave.get("number", 0), "running": ", ".join(titles.get(gid, gid) for gid in wave.get("goals", []))}
 
 
 def retry_reason(decision: Mapping[str, Any], language: str | None) -> str:

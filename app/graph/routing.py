@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from langgraph.types import Send
+
 from app.graph.report import changed_files
 from app.graph.state import OrchestratorState
 from app.schemas.domain import RecoveryAction
@@ -44,6 +46,20 @@ def route_after_plan(state: OrchestratorState) -> Literal["respond", "execute_st
     return "execute_step"
 
 
+def route_after_select_goal(state: OrchestratorState) -> list[Send] | Literal["plan_steps"]:
+    """A wave's goals each to their own `run_goal` (side by side), or the one goal to plan_steps."""
+    wave = state.get("wave")
+    if not wave:
+        return "plan_steps"
+    index = {g["id"]: i for i, g in enumerate(state.get("goals") or [])}
+    shared = {k: v for k, v in state.items() if k not in WAVE_PRIVATE}
+    return [Send("run_goal", {**shared, "current_goal_index": index[gid]}) for gid in wave["goals"]]
+
+
+#: What a goal of a wave does not take along: the records of the other goals' work stay with the run.
+WAVE_PRIVATE = frozenset({"wave_goals", "failures", "skipped", "warnings"})
+
+
 def route_after_plan_steps(state: OrchestratorState) -> Literal["execute_step", "git_operations", "finalize"]:
     if state.get("halt"):
         return "git_operations"
@@ -64,15 +80,15 @@ def route_after_execute(state: OrchestratorState) -> Literal["evaluate", "git_op
 
 
 def next_after_step(state: OrchestratorState) -> NextAfterStep:
-    """Where a finished (or skipped) step leads: its goal's next step, the next goal, or git."""
+    """Where a finished (or skipped) step leads: its goal's next step, the goal's summary (then the
+    next goal), or git."""
     if state.get("current_step_index", 0) + 1 < len(state.get("steps") or []):
         return "advance_step"
     goals = state.get("goals") or []
     index = state.get("current_goal_index", 0)
-    if index + 1 < len(goals):
-        return "advance_goal"
-    if state.get("task_category") in ("epic", "generative") and index < len(goals) and not _summarised(state):
-        return "advance_goal"  # an epic's last goal is summarised like the others
+    if index < len(goals) and not _summarised(state) and (
+            len(goals) > 1 or state.get("task_category") in ("epic", "generative")):
+        return "advance_goal"  # every goal of a plan of goals is summarised, the last one too
     return "git_operations"
 
 
@@ -82,11 +98,24 @@ def _summarised(state: OrchestratorState) -> bool:
     return any(s.get("goal_id") == goal["id"] for s in state.get("goal_summaries") or [])
 
 
+def all_summarised(state: OrchestratorState) -> bool:
+    """Every goal of the plan is done (goals of a wave finish in any order)."""
+    done = {s.get("goal_id") for s in state.get("goal_summaries") or []}
+    return all(g["id"] in done for g in state.get("goals") or [])
+
+
 def route_after_advance_goal(state: OrchestratorState) -> Literal["select_goal", "review_epic", "git_operations"]:
     """The next goal; after an epic's last goal the review of its whole change; then git."""
-    if not _summarised(state):
+    if not all_summarised(state):
         return "select_goal"
     return "review_epic" if needs_epic_review(state) else "git_operations"
+
+
+def route_after_merge_wave(state: OrchestratorState) -> Literal["select_goal", "review_epic", "git_operations"]:
+    """After a wave's merge: the halt it ran into, the next goals, or the end of the plan."""
+    if state.get("halt"):
+        return "git_operations"
+    return route_after_advance_goal(state)
 
 
 def needs_epic_review(state: OrchestratorState) -> bool:
@@ -98,7 +127,7 @@ def needs_epic_review(state: OrchestratorState) -> bool:
 
 def route_after_review_epic(state: OrchestratorState) -> Literal["select_goal", "git_operations"]:
     """The fix-up goal a rejection added, or git."""
-    return "git_operations" if _summarised(state) else "select_goal"
+    return "git_operations" if all_summarised(state) else "select_goal"
 
 
 def route_after_evaluate(

@@ -24,6 +24,8 @@ from app.graph.state_parts import (
     StepDict,
     StepResultDict,
     TaskDict,
+    WaveDict,
+    WaveGoalDict,
 )
 
 
@@ -144,6 +146,12 @@ class OrchestratorState(OrchestratorInput, total=False):
     """One per finished goal (advance_goal appends; later plans, replan and the report read)."""
     evaluation: EvaluationDict | None
     """`Evaluation` of the last step attempt (evaluate writes; routing, reflect and execute_step read)."""
+    wave: WaveDict | None
+    """The goals running side by side now, each in its own worktree (select_goal writes as a wave
+    starts, merge_wave clears it once their work is merged)."""
+    wave_goals: Annotated[list[WaveGoalDict], operator.add]
+    """How each goal of a wave ended in its worktree, then how its merge went (run_goal and
+    merge_wave append; the latest record of a goal counts; select_goal runs a failed one again)."""
     epic_review: EpicReviewDict | None
     """The review of an epic's whole change after its last goal (review_epic writes; routing, the next
     review round and the report read)."""

@@ -220,6 +220,38 @@ class GoalSummaryDict(TypedDict):
     summary: str
     changed_files: list[str]
     key_decisions: list[str]
+    tree: NotRequired[str | None]
+    """The workspace's git tree once the goal was done (its commit's content); None without git."""
+
+
+class WaveDict(TypedDict):
+    """Goals running side by side (select_goal writes it as the wave starts; run_goal and merge_wave read)."""
+
+    number: int
+    """1-based wave of the approved plan."""
+    goals: list[str]
+    """Ids of the goals running in it, in plan order (the merge order)."""
+    base_tree: str
+    """The main workspace's content as the wave began: every goal's worktree starts from it."""
+    base_commit: str
+    """An unreachable commit of `base_tree`: the worktrees' branches start at it, merges go from it."""
+
+
+class WaveGoalDict(TypedDict):
+    """How one goal of a wave ended in its worktree (run_goal appends; merge_wave and select_goal read)."""
+
+    wave: int
+    goal_id: str
+    status: str
+    """"done" (its tree is merged after the wave), "failed" (runs again on its own, with `reason`),
+    "conflict" (did not merge: runs again on its own on the merged result), "merged"."""
+    tree: str | None
+    """The goal's worktree content as it ended (run_goal); after the merge, the merged content."""
+    reason: str
+    summary: NotRequired[GoalSummaryDict | None]
+    """The goal's summary from its worktree (merge_wave adds it to the finished goals once merged)."""
+    halt: NotRequired[dict[str, str] | None]
+    """A halt of the whole run met inside the goal (budget, model outage): merge_wave halts the run."""
 
 
 class CommitApprovalDict(TypedDict, total=False):

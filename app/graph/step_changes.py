@@ -110,3 +110,14 @@ async def diff(snapshots: WorkspaceSnapshots, workspace: Path, base: str | None,
     except SnapshotError as exc:
         log.warning("no diff of the step: %s", exc)
         return ""
+
+
+async def content_now(snapshots: WorkspaceSnapshots, workspace: Path) -> str | None:
+    """The workspace's content now as a git tree (a goal's commit is made of it); None without git."""
+    try:
+        if not await snapshots.is_repository(workspace):
+            return None
+        return await snapshots.current_tree(workspace)
+    except SnapshotError as exc:
+        log.warning("no tree of %s: %s", workspace, exc)
+        return None

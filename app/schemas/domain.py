@@ -332,6 +332,8 @@ class GoalSummary(BaseModel):
     summary: str
     changed_files: list[str] = Field(default_factory=list)
     key_decisions: list[str] = Field(default_factory=list)
+    tree: str | None = None
+    """The workspace's content (a git tree) once this goal was done: its own commit (git_operations)."""
 
 
 class EvidencePack(BaseModel):

@@ -30,6 +30,8 @@ class Texts:
     node_advance_step: str
     node_advance_goal: str
     node_review_epic: str
+    node_run_goal: str
+    node_merge_wave: str
     node_git_operations: str
     node_finalize: str
     budget_warning: str
@@ -77,6 +79,13 @@ class Texts:
     report_epic_review_rejected: str
     epic_review_no_verdict: str
     epic_fixup_goal: str
+    # goals side by side (waves)
+    wave_goal_failed: str
+    wave_goal_conflict: str
+    wave_conflict_reason: str
+    wave_tests_goal: str
+    report_wave_conflicts: str
+    design_gate: str
     report_skipped: str
     report_failed: str
     report_left: str

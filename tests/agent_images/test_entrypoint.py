@@ -399,6 +399,211 @@ def test_local_llm_url_reaches_the_agent_under_the_names_litellm_reads(repo: Pat
     assert f"llm={expected}" in done.stdout
 
 
+# ------------------------------------------------------------ git mode: a series
+def record_tree(repo: Path) -> str:
+    """What the orchestrator records after a goal: the workspace's content as a tree object, written with
+    a temporary index (never `.git/index`)."""
+    index = repo / ".git" / "test-snapshot-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    try:
+        subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True, capture_output=True)
+        return subprocess.run(["git", "write-tree"], cwd=repo, env=env, check=True, capture_output=True,
+                              text=True).stdout.strip()
+    finally:
+        index.unlink(missing_ok=True)
+
+
+def series_step(repo: Path, commits: list[dict[str, Any]]) -> Run:
+    """A commit step with a series (no message, trailer or files of its own: the series has them)."""
+    return git_step(repo, action="commit", branch="task/t1", commits=commits)
+
+
+def planned(goal: int, files: list[str], tree: str | None) -> dict[str, Any]:
+    return {"message": f"task(t1): goal {goal}", "trailer": f"Jervis-Goal: t1/g{goal}", "files": files,
+            "tree": tree}
+
+
+def series_since(repo: Path, base: str) -> list[str]:
+    return git(repo, "rev-list", "--reverse", f"{base}..HEAD").split()
+
+
+def show(repo: Path, revision: str, path: str) -> str:
+    return git(repo, "show", f"{revision}:{path}")
+
+
+def changed_in(repo: Path, sha: str) -> list[str]:
+    return [field for field in git(repo, "show", "--name-status", "-z", "--format=", sha).split("\0") if field]
+
+
+@pytest.fixture
+def goals(repo: Path) -> tuple[str, list[dict[str, Any]]]:
+    """Three goals on a repository with a dirty unrelated `notes.txt` and a pre-staged `staged.txt`:
+    goal 1 changes a.py (T1), goal 2 changes a.py again and adds b.py (T2), goal 3 (no tree) deletes
+    c.txt and changes b.py in the working tree. Returns the base commit and the series."""
+    for name, text in (("a.py", "a = 0\n"), ("c.txt", "c\n"), ("notes.txt", "notes\n")):
+        (repo / name).write_text(text)
+    git(repo, "add", "a.py", "c.txt", "notes.txt")
+    git(repo, "commit", "-q", "-m", "base")
+    base = head(repo)
+    (repo / "notes.txt").write_text("my own notes, not the task's\n")
+    (repo / "staged.txt").write_text("staged by the user\n")
+    git(repo, "add", "staged.txt")
+    (repo / "a.py").write_text("a = 1\n")
+    tree_1 = record_tree(repo)
+    (repo / "a.py").write_text("a = 2\n")
+    (repo / "b.py").write_text("b = 1\n")
+    tree_2 = record_tree(repo)
+    (repo / "c.txt").unlink()
+    (repo / "b.py").write_text("b = 2\n")
+    return base, [planned(1, ["a.py"], tree_1), planned(2, ["a.py", "b.py"], tree_2),
+                  planned(3, ["c.txt", "b.py"], None)]
+
+
+def test_series_commits_each_goal_as_it_was_after_it(repo: Path, goals: tuple[str, list[dict[str, Any]]]) -> None:
+    base, commits = goals
+    staged_before = git(repo, "ls-files", "-s", "staged.txt")
+
+    done, result = series_step(repo, commits)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    shas = series_since(repo, base)
+    assert result == {"success": True, "summary": f"Committed 3 commit(s) of 3 file(s) as {shas[-1][:12]} on task/t1",
+                      "changedFiles": ["a.py", "b.py", "c.txt"], "commitSha": head(repo), "commits": shas}
+    assert len(shas) == 3 and git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "task/t1"
+    assert [git(repo, "log", "-1", "--format=%B", sha).strip() for sha in shas] == [
+        f"task(t1): goal {n}\n\nJervis-Goal: t1/g{n}" for n in (1, 2, 3)]
+    assert (show(repo, shas[0], "a.py"), changed_in(repo, shas[0])) == ("a = 1\n", ["M", "a.py"])
+    assert (show(repo, shas[1], "a.py"), show(repo, shas[1], "b.py")) == ("a = 2\n", "b = 1\n")
+    assert changed_in(repo, shas[1]) == ["M", "a.py", "A", "b.py"]
+    assert changed_in(repo, shas[2]) == ["M", "b.py", "D", "c.txt"]
+    assert git(repo, "status", "--porcelain", "--", "a.py", "b.py", "c.txt") == ""  # the index followed HEAD
+    status = git(repo, "status", "--porcelain").splitlines()
+    assert " M notes.txt" in status and "A  staged.txt" in status  # the user's changes are as they were
+    assert git(repo, "ls-files", "-s", "staged.txt") == staged_before
+    assert (repo / "notes.txt").read_text() == "my own notes, not the task's\n"
+    assert git(repo, "log", "--format=", "--name-only", f"{base}..HEAD").split().count("notes.txt") == 0
+    assert not (repo / ".git" / "jervis" / "commit-index").exists()
+
+
+def test_series_rerun_commits_nothing_again(repo: Path, goals: tuple[str, list[dict[str, Any]]]) -> None:
+    base, commits = goals
+    _, first = series_step(repo, commits)
+
+    done, second = series_step(repo, commits)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert second["success"] is True and second["commitSha"] == first["commitSha"] == head(repo)
+    assert second["commits"] == first["commits"] == series_since(repo, base)
+    assert second["summary"] == f"Already committed as {head(repo)[:12]} on task/t1 (3 commit(s))"
+
+
+def test_series_after_a_crash_goes_on_from_the_last_commit_made(
+        repo: Path, goals: tuple[str, list[dict[str, Any]]]) -> None:
+    """The first run died after goal 1's commit (simulated by a series of that commit alone)."""
+    base, commits = goals
+    _, crashed = series_step(repo, commits[:1])
+    assert crashed["success"] is True and len(series_since(repo, base)) == 1
+
+    done, result = series_step(repo, commits)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    shas = series_since(repo, base)
+    assert len(shas) == 3 and result["commits"] == shas and result["commits"][0] == crashed["commitSha"]
+    assert result["summary"].endswith("on task/t1 (1 already committed)")
+    messages = git(repo, "log", "--format=%B", f"{base}..HEAD")
+    assert [messages.count(f"Jervis-Goal: t1/g{n}") for n in (1, 2, 3)] == [1, 1, 1]
+    assert (show(repo, shas[1], "a.py"), show(repo, "HEAD", "b.py")) == ("a = 2\n", "b = 2\n")
+
+
+def test_series_skips_a_goal_that_changed_nothing_also_on_a_rerun(repo: Path) -> None:
+    """Goal 1 left README.md as it was: no commit. A re-run must not apply its tree again over goal 2's."""
+    base = head(repo)
+    unchanged = record_tree(repo)
+    (repo / "README.md").write_text("# goal 2\n")
+    commits = [planned(1, ["README.md"], unchanged), planned(2, ["README.md"], record_tree(repo)),
+               planned(3, ["README.md"], None)]
+
+    done, result = series_step(repo, commits)
+    again, rerun = series_step(repo, commits)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert result["commits"] == series_since(repo, base) == [head(repo)]
+    assert result["summary"].endswith("on task/t1 (2 unchanged)")
+    assert git(repo, "log", "-1", "--format=%s").strip() == "task(t1): goal 2"
+    assert (again.returncode, rerun["commits"]) == (0, result["commits"])
+    assert show(repo, "HEAD", "README.md") == "# goal 2\n"
+
+
+def test_series_that_changes_nothing_fails_like_a_commit_with_nothing_to_commit(repo: Path) -> None:
+    done, result = series_step(repo, [planned(1, ["README.md"], record_tree(repo)), planned(2, [], None)])
+    assert done.returncode == 1
+    assert result == {"success": False, "summary": "Nothing to commit: none of the 2 commit(s) changes a file",
+                      "changedFiles": ["README.md"], "commitSha": None, "commits": []}
+
+
+def test_series_keeps_odd_names_modes_and_deletions(repo: Path) -> None:
+    """Spaces, non-ASCII and pattern characters are plain names; the executable bit comes from the tree;
+    a path missing from the tree is deleted; an unlisted file matching a listed name as a pattern is not
+    committed."""
+    base = head(repo)
+    (repo / "dir with space").mkdir()
+    (repo / "dir with space" / "žluťoučký kůň.py").write_text("kůň = 1\n")
+    (repo / "run.sh").write_text("#!/bin/sh\n")
+    (repo / "run.sh").chmod(0o755)
+    (repo / "st*r.txt").write_text("star\n")
+    (repo / "stxr.txt").write_text("not listed\n")
+    (repo / "README.md").unlink()
+    tree = record_tree(repo)
+    (repo / "dir with space" / "žluťoučký kůň.py").write_text("kůň = 2\n")
+    (repo / "-dash.txt").write_text("dash\n")
+    commits = [planned(1, ["dir with space/žluťoučký kůň.py", "run.sh", "README.md", "st*r.txt"], tree),
+               planned(2, ["dir with space/žluťoučký kůň.py", "-dash.txt", "st*r.txt"], None)]
+
+    done, result = series_step(repo, commits)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    first, second = series_since(repo, base)
+    assert show(repo, first, "dir with space/žluťoučký kůň.py") == "kůň = 1\n"
+    assert git(repo, "ls-tree", first, "run.sh").split()[0] == "100755"
+    assert sorted(git(repo, "ls-tree", "-r", "--name-only", "-z", first).split("\0")) == [
+        "", "dir with space/žluťoučký kůň.py", "run.sh", "st*r.txt"]
+    assert show(repo, second, "dir with space/žluťoučký kůň.py") == "kůň = 2\n"
+    assert changed_in(repo, second) == ["A", "-dash.txt", "M", "dir with space/žluťoučký kůň.py"]
+    assert result["commitSha"] == second
+    assert git(repo, "status", "--porcelain", "--untracked-files=all", "--", ".", ":!.jervis") == "?? stxr.txt\n"
+
+
+def test_series_with_an_unknown_tree_fails_without_committing(repo: Path) -> None:
+    base = head(repo)
+    (repo / "README.md").write_text("# changed\n")
+    done, result = series_step(repo, [planned(1, ["README.md"], "0" * 39 + "1")])
+    assert done.returncode == 1 and result["success"] is False
+    assert "is not in the repository" in result["summary"] and result["commitSha"] is None
+    assert head(repo) == base and git(repo, "status", "--porcelain", "README.md") == " M README.md\n"
+
+
+@pytest.mark.parametrize("commits", [
+    "not a list",
+    [["task(t1): goal 1", "Jervis-Goal: t1/g1", []]],
+    [{"trailer": "Jervis-Goal: t1/g1", "files": [], "tree": None}],
+    [{"message": " ", "trailer": "Jervis-Goal: t1/g1", "files": [], "tree": None}],
+    [{"message": "m", "trailer": "", "files": [], "tree": None}],
+    [{"message": "m", "trailer": "Jervis-Goal: t1/g1\nJervis-Goal: t1/g2", "files": [], "tree": None}],
+    [{"message": "m", "trailer": "Jervis-Goal: t1/g1", "files": "a.py", "tree": None}],
+    [{"message": "m", "trailer": "Jervis-Goal: t1/g1", "tree": None}],
+    [{"message": "m", "trailer": "Jervis-Goal: t1/g1", "files": ["a.py", 1], "tree": None}],
+    [{"message": "m", "trailer": "Jervis-Goal: t1/g1", "files": [], "tree": "HEAD"}],
+    [{"message": "m", "trailer": "Jervis-Goal: t1/g1", "files": [], "tree": "a" * 41}],
+    [{"message": "m", "trailer": "Jervis-Goal: t1/g1", "files": [], "tree": 1}],
+    [planned(1, ["README.md"], None), planned(1, ["README.md"], None)],  # the same trailer twice
+])
+def test_series_malformed_commits_exit_2(repo: Path, commits: Any) -> None:
+    done, result = series_step(repo, commits)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "git.json: commits" in done.stderr and result["success"] is False
+    assert head(repo) == git(repo, "rev-parse", "main").strip()
+
+
 # ------------------------------------------------------------------- test mode
 TEST_RESULT_KEYS = {"success", "summary", "changedFiles", "exitCode", "costUsd", "logTail", "agent", "testOutcome"}
 

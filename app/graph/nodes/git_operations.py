@@ -85,6 +85,25 @@ def goal_files(state: OrchestratorState) -> list[str]:
             for n, s in enumerate(state.get("goal_summaries") or [], 1)]
 
 
+def commit_plan(state: OrchestratorState, branch: str, files: list[str]) -> dict[str, Any]:
+    """`.jervis/git.json` of the commit: one commit titled by the task's goal, or for a plan of
+    several goals one per finished goal in the order they were done, each with the goal's files as
+    the goal left them (its recorded tree), the last one with the run's files as they are now."""
+    task, rules = task_of(state), state.get("rules", {})
+    trailer = f"Jervis-Thread: {current_thread_id() or task['id']}"
+    goals = state.get("goals")
+    title = (goals[0].get("title") if goals else None) or task["query"][:72]
+    plan: dict[str, Any] = {"branch": branch, "message": commit_message(rules, task["id"], title), "files": files,
+                            "trailer": trailer}
+    summaries = [s for s in state.get("goal_summaries") or [] if s.get("changed_files")]
+    if len(summaries) < 2:
+        return plan
+    commits = [{"message": commit_message(rules, task["id"], s["title"]), "trailer": f"{trailer} goal {s['goal_id']}",
+                "files": s["changed_files"], "tree": s.get("tree")} for s in summaries]
+    commits[-1] |= {"files": files, "tree": None}  # the end of the run, steps added at the commit gate included
+    return plan | {"commits": commits}
+
+
 async def run_git(state: OrchestratorState, runtime: NodeRuntime, workspace: Path,
                   action: Literal["commit", "push"], plan: dict[str, Any]) -> AgentResult:
     ctx = runtime.context
@@ -164,12 +183,7 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
             if "steps" in more:
                 return more
             updates |= more
-    goals = state.get("goals")
-    title = (goals[0].get("title") if goals else None) or task["query"][:72]
-    committed = await run_git(state, runtime, workspace, "commit", {
-        "branch": branch, "message": commit_message(rules, task["id"], title), "files": files,
-        "trailer": f"Jervis-Thread: {current_thread_id() or task['id']}",
-    })
+    committed = await run_git(state, runtime, workspace, "commit", commit_plan(state, branch, files))
     if not committed.success:
         return updates | {"artifacts": files, "git_outcome": "commit_failed",
                           "error": t.git_commit_failed.format(reason=committed.summary)}

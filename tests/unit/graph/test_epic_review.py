@@ -82,7 +82,10 @@ async def test_a_rejected_epic_gets_a_fix_up_goal_and_is_reviewed_again(graph: A
     assert "Kontrola celé změny ji schválila: Both functions are there." in final["final_result"]
     repo = tmp_path / workspace
     assert (repo / "beta.py").read_text().startswith('"""Beta."""')
-    assert sorted(git(repo, "show", "--name-only", "--format=", "HEAD").split()) == ["alpha.py", "beta.py"]
+    commits = [git(repo, "show", "--name-only", "--format=%s", rev).split("\n\n")
+               for rev in ("HEAD~2", "HEAD~1", "HEAD")]
+    assert [(title.split(" ", 1)[1], names.split()) for title, names in commits] == [  # one commit per goal
+        ("Add alpha", ["alpha.py"]), ("Add beta", ["beta.py"]), ("Oprav, co našla kontrola celé změny", ["beta.py"])]
 
 
 @pytest.mark.settings(epic_review_fixups=0)

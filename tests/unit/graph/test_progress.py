@@ -15,8 +15,10 @@ STEPS = [{"index": 0}, {"index": 1}]
 
 def _at(goal: int = 0, step: int = 0, attempt: int = 1, steps: list[dict[str, Any]] | None = None,
         **more: Any) -> dict[str, Any]:
+    """Goals before `goal` are done (summarised), as the run leaves them."""
     return {"goals": GOALS, "steps": STEPS if steps is None else steps, "current_goal_index": goal,
-            "current_step_index": step, "attempt": attempt, **more}
+            "goal_summaries": [{"goal_id": g["id"]} for g in GOALS[:goal]], "current_step_index": step,
+            "attempt": attempt, **more}
 
 
 @pytest.mark.parametrize(
@@ -115,9 +117,9 @@ def _simulated_run() -> tuple[list[tuple[dict[str, Any], str]], int]:
     run("plan_steps", steps=STEPS, current_step_index=0, attempt=1)
     run("execute_step"), run("evaluate"), run("advance_step", current_step_index=1, attempt=1)
     run("execute_step"), run("evaluate"), run("reflect", attempt=2)
-    run("execute_step"), run("evaluate"), run("advance_goal", current_goal_index=1, attempt=1, steps=[],
-                                              current_step_index=0)
-    run("select_goal")
+    run("execute_step"), run("evaluate"), run("advance_goal", attempt=1, steps=[], current_step_index=0,
+                                              goal_summaries=[{"goal_id": GOALS[0]["id"]}])
+    run("select_goal", current_goal_index=1)
     run("plan_steps", steps=STEPS, current_step_index=0, attempt=1)
     run("execute_step"), run("evaluate"), run("reflect")
     replan_at = len(seen)

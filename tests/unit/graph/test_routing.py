@@ -107,12 +107,14 @@ def _evaluated(acceptable: bool, **state: Any) -> dict[str, Any]:
          "advance_goal"),
         (_evaluated(True, steps=[CODE], goals=[GOAL, GOAL]), "advance_goal"),
         (_evaluated(True, steps=[CODE], current_step_index=0, goals=[GOAL, GOAL], current_goal_index=1),
-         "git_operations"),
+         "advance_goal"),  # every goal of a plan of goals is summarised, the last one too
+        (_evaluated(True, steps=[CODE], current_step_index=0, goals=[GOAL, GOAL], current_goal_index=1,
+                    goal_summaries=[{"goal_id": GOAL["id"]}]), "git_operations"),
         (_evaluated(True, steps=[CODE], goals=[GOAL]), "git_operations"),
         (_evaluated(True), "git_operations"),
     ],
     ids=["not-acceptable-reflects", "halted", "more-steps", "last-step-more-goals", "indices-default-to-0",
-         "last-step-last-goal", "single-step-single-goal", "nothing-left"],
+         "last-step-last-goal", "last-goal-summarised", "single-step-single-goal", "nothing-left"],
 )
 def test_route_after_evaluate_advances_step_then_goal_then_git(state: dict[str, Any], expected: str) -> None:
     assert routing.route_after_evaluate(state) == expected

@@ -69,7 +69,8 @@ def test_merge_results_leaves_its_inputs_unchanged_when_it_merges() -> None:
 
 def test_reducers_name_exactly_the_annotated_keys_when_read_from_the_state() -> None:
     table = reducers()
-    assert set(table) == {"step_results", "goal_summaries", "failures", "skipped", "warnings", "user_conditions"}
+    assert set(table) == {"step_results", "goal_summaries", "failures", "skipped", "warnings", "user_conditions",
+                          "wave_goals"}
     assert table["step_results"] is merge_results
     assert all(table[key] is operator.add for key in set(table) - {"step_results"})
 
