@@ -30,7 +30,9 @@ async def read_approval(llm: Llm, decision: Any, *, question: str) -> ApprovalDe
     except (LlmError, BudgetExceededError) as exc:
         log.warning("could not interpret the approval answer with the LLM (%s): using the flag", exc)
         sent = decision.get("modification") if isinstance(decision, dict) else None
-        return ApprovalDecision(approved=is_approved(decision), modification=sent or None)
+        approved = is_approved(decision)  # a refusal keeps its words as the reason (a replan reads them)
+        return ApprovalDecision(approved=approved, modification=sent or None,
+                                reason=None if approved else words.strip()[:300] or None)
 
 
 async def read_recovery_choice(llm: Llm, answer: str, *, question: str) -> tuple[RecoveryAction, str]:

@@ -11,7 +11,7 @@ restart), so the number never decreases within a run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.texts import Texts
@@ -25,26 +25,39 @@ _GOAL_START = frozenset({"select_goal", "plan_steps"})  # a goal's share starts 
 WORK_START, WORK_END, GIT, DONE = 10.0, 90.0, 92.0, 100.0
 
 
+def goals_done(state: Mapping[str, Any]) -> int:
+    """Goals of the plan with a summary (goals of a wave finish in any order)."""
+    done = {s.get("goal_id") for s in state.get("goal_summaries") or []}
+    return sum(1 for g in state.get("goals") or [] if g.get("id") in done)
+
+
+def goal_share(state: Mapping[str, Any], node: str) -> float:
+    """0..1: how far the current goal is, from its steps and attempts (0 once it is done)."""
+    goals = state.get("goals") or []
+    index = int(state.get("current_goal_index") or 0)
+    steps = state.get("steps") or []
+    done = {s.get("goal_id") for s in state.get("goal_summaries") or []}
+    if not steps or index >= len(goals) or goals[index].get("id") in done or node in _GOAL_START:
+        return 0.0
+    step = min(int(state.get("current_step_index") or 0), len(steps))
+    if node in _STEP_DONE:
+        partial = 1.0
+    else:
+        attempt = max(1, int(state.get("attempt") or 1))
+        phases = 2 * (attempt - 1) + (1 if node in _AFTER_ATTEMPT else 0)
+        partial = phases / (phases + 2)
+    return min(1.0, (step + partial) / len(steps))
+
+
 def work_fraction(state: Mapping[str, Any], node: str) -> float:
     """0..1: goals done plus the current goal's share."""
-    goals = state.get("goals") or []
-    total_goals = max(1, len(goals))
-    done = {s.get("goal_id") for s in state.get("goal_summaries") or []}
-    goal = sum(1 for g in goals if g.get("id") in done)  # goals of a wave finish in any order
-    index = int(state.get("current_goal_index") or 0)
-    current_done = index < len(goals) and goals[index].get("id") in done
-    steps = state.get("steps") or []
-    within = 0.0
-    if steps and goal < total_goals and not current_done and node not in _GOAL_START:
-        step = min(int(state.get("current_step_index") or 0), len(steps))
-        if node in _STEP_DONE:
-            partial = 1.0
-        else:
-            attempt = max(1, int(state.get("attempt") or 1))
-            phases = 2 * (attempt - 1) + (1 if node in _AFTER_ATTEMPT else 0)
-            partial = phases / (phases + 2)
-        within = min(1.0, (step + partial) / len(steps))
-    return min(1.0, (goal + within) / total_goals)
+    return min(1.0, (goals_done(state) + goal_share(state, node)) / max(1, len(state.get("goals") or [])))
+
+
+def wave_percent(state: Mapping[str, Any], shares: Iterable[float]) -> float:
+    """The raw percent while goals run side by side: goals done plus each running goal's share."""
+    fraction = (goals_done(state) + sum(shares)) / max(1, len(state.get("goals") or []))
+    return round(WORK_START + (WORK_END - WORK_START) * min(1.0, fraction), 1)
 
 
 def percent(state: Mapping[str, Any], node: str) -> float:

@@ -21,6 +21,7 @@ class Cap:
 
     CLASSIFY = 300
     GOALS = 700
+    DESIGN = 1100
     STEPS = 800
     REFLECT = 400
     REVIEW = 400
@@ -177,12 +178,23 @@ def finalize(*, facts: str, language: str) -> list[Message]:
     return [_system("finalize", body), _user([("Facts", facts)])]
 
 
-def design(*, query: str, context: str, language: str) -> list[Message]:
+DESIGN_SCHEMA = (
+    '{"summary": "<the design in 1-2 sentences>", "context": "<what exists and what is asked>", '
+    '"decisions": [{"decision": "<a choice made>", "reason": "<why>"}], "interfaces": ["<a module, '
+    'function or endpoint and its signature>"], ' + GOALS_SCHEMA[1:]
+)
+
+
+def design(*, query: str, context: str, language: str, earlier: str = "", objection: str = "") -> list[Message]:
+    """The design document's content and its goals; a revision gets the earlier design and the user's objection."""
     body = (
-        "Design a new piece of software from the request: split it into goals that can be built "
-        f"one after another. {language_rule(language)}\nReply with JSON only: {GOALS_SCHEMA}"
+        "Design a new piece of software from the request: the context, the decisions with their reasons, "
+        "the interfaces, and goals that build it (a goal lists the goals it needs first; goals that do not "
+        f"need each other can be built at the same time). {language_rule(language)}\n"
+        f"Reply with JSON only: {DESIGN_SCHEMA}"
     )
-    return [_system("design", body), _user([("Request", query), ("Context", context)])]
+    revision = [("Earlier design", earlier), ("The user refused it because", objection)] if objection else []
+    return [_system("design", body), _user([("Request", query), ("Context", context), *revision])]
 
 
 REFLECTION_SCHEMA = (

@@ -31,6 +31,8 @@ def done_slots(state: Mapping[str, Any]) -> list[dict[str, Any]]:
 def changed_files(state: Mapping[str, Any]) -> list[str]:
     """Files changed by successful steps, in first-seen order (what a commit may stage)."""
     seen: dict[str, None] = {}
+    if state.get("design"):  # a generative request's design document, written before any step
+        seen[state["design"]["path"]] = None
     for result in state.get("step_results") or []:
         if result.get("success"):
             for path in result.get("changed_files", []):

@@ -66,12 +66,12 @@ def route_after_plan_steps(state: OrchestratorState) -> Literal["execute_step", 
     return "execute_step" if state.get("steps") else "finalize"
 
 
-def route_after_approval(state: OrchestratorState) -> Literal["select_goal", "replan", "finalize"]:
+def route_after_approval(state: OrchestratorState) -> Literal["select_goal", "replan", "design", "finalize"]:
     if state.get("error") or state.get("final_result") or not state.get("goals"):
         return "finalize"
     pending = state.get("recovery")
     if pending and pending.get("action") == RecoveryAction.REPLANNING:  # refused with a reason
-        return "replan"
+        return "design" if state.get("design") else "replan"  # a design is revised, a plan replanned
     return "select_goal"
 
 

@@ -12,6 +12,7 @@ from app.graph.state_parts import (
     ChatHistoryDict,
     ClarificationDict,
     CommitApprovalDict,
+    DesignDict,
     EpicReviewDict,
     EvaluationDict,
     EvidencePackDict,
@@ -146,6 +147,9 @@ class OrchestratorState(OrchestratorInput, total=False):
     """One per finished goal (advance_goal appends; later plans, replan and the report read)."""
     evaluation: EvaluationDict | None
     """`Evaluation` of the last step attempt (evaluate writes; routing, reflect and execute_step read)."""
+    design: DesignDict | None
+    """The design document of a generative request (design writes it, revises it on a refusal
+    with a reason; approve_plan shows it, git_operations commits it first)."""
     wave: WaveDict | None
     """The goals running side by side now, each in its own worktree (select_goal writes as a wave
     starts, merge_wave clears it once their work is merged)."""

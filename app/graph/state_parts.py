@@ -224,6 +224,16 @@ class GoalSummaryDict(TypedDict):
     """The workspace's git tree once the goal was done (its commit's content); None without git."""
 
 
+class DesignDict(TypedDict):
+    """A generative request's design document (design writes it; approve_plan, git and the report read)."""
+
+    path: str
+    """Its path in the workspace."""
+    summary: str
+    tree: str | None
+    """The workspace's content once it was written: its commit (the first of the run's)."""
+
+
 class WaveDict(TypedDict):
     """Goals running side by side (select_goal writes it as the wave starts; run_goal and merge_wave read)."""
 

@@ -35,8 +35,9 @@ from app.observability.metrics import Metrics
 from app.persistence.mongo import is_unreachable
 from app.persistence.outage import MongoOutage
 from app.runs.events import EventLog
+from app.runs.goal_progress import GoalActivity, activity_of, goal_states
 from app.schemas.kotlin import ProgressPush
-from app.texts import texts
+from app.texts import Texts, texts
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,14 @@ class RunProgress:
     nodes_finished: int = 0
     on_node_end: Callable[[], None] | None = None
     """Called when a node finishes (the manager writes the run's usage there)."""
+    goals: dict[str, GoalActivity] = field(default_factory=dict)
+    """What each goal running in a wave started last (its subgraph's node starts)."""
+    node: str = ""
+    """The run's own node running now."""
+
+    def goal_states(self, t: Texts) -> str:
+        """Each goal's state for /status and SSE ("" for a plan of one goal)."""
+        return goal_states(self.values, self.goals, t, self.node)
 
 
 @dataclass
@@ -192,12 +201,17 @@ class RunDriver:
         interrupt_value: dict[str, Any] | None = None
         interrupt_id: str | None = None
         started: dict[str, float] = {}
-        mode: str
-        chunk: Any  # per mode: a task event, a node's update, a custom event
-        async for mode, chunk in self._graph.astream(
+        item: Any  # (namespace, mode, chunk); namespace () for the run's own nodes, ("run_goal:<task>",)
+        # for a goal of a wave; chunk per mode: a task event, a node's update, a custom event
+        async for item in self._graph.astream(
             graph_input, config, context=self._context, stream_mode=["tasks", "updates", "custom"],
-            durability=DURABILITY,
+            durability=DURABILITY, subgraphs=True,
         ):
+            namespace, mode, chunk = item
+            if namespace and mode != "custom":
+                if mode == "tasks":
+                    self._on_goal_task(run, chunk, tracked, events, run_progress)
+                continue
             if mode == "tasks":
                 self._on_task(run, chunk, tracked, events, started, run_progress)
                 if "input" not in chunk:  # a task finished
@@ -239,6 +253,9 @@ class RunDriver:
         if "input" in chunk:  # a task start (finish events carry "result")
             started[chunk.get("id", node)] = time.perf_counter()
             current_scope().node = node  # LLM usage is booked to the running node
+            run_progress.node = node
+            if node == "select_goal":
+                run_progress.goals.clear()  # a new wave's goals report afresh
             goals, steps = tracked.get("goals") or [], tracked.get("steps") or []
             run_progress.percent = progress.monotonic(run_progress.percent, tracked, node)
             language = run_language(tracked, self._context.settings)
@@ -253,7 +270,8 @@ class RunDriver:
             events.publish("node_start", {"node": node, "message": push.message, "percent": push.percent,
                                           "goal_index": push.goal_index, "total_goals": push.total_goals,
                                           "step_index": push.step_index, "total_steps": push.total_steps,
-                                          "attempt": int(tracked.get("attempt") or 1)})
+                                          "attempt": int(tracked.get("attempt") or 1),
+                                          **_goal_field(run_progress, texts(language))})
         else:
             error = chunk.get("error")
             began = started.pop(chunk.get("id", node), None)
@@ -266,6 +284,41 @@ class RunDriver:
                 duration = round(seconds * 1000, 2)
             events.publish("node_end", {"node": node, "duration_ms": duration,
                                         **({"error": str(error)} if error else {})})
+
+
+    def _on_goal_task(self, run: RunIdentity, chunk: dict[str, Any], tracked: dict[str, Any], events: EventLog,
+                      run_progress: RunProgress) -> None:
+        """A node of a goal running in a wave: its own progress push, named after the goal."""
+        node, state = chunk.get("name"), chunk.get("input")
+        if "input" not in chunk:
+            run_progress.nodes_finished += 1
+            return
+        if node not in NODE_NAMES or not isinstance(state, dict) or (activity := activity_of(node, state)) is None:
+            return
+        run_progress.goals[activity.goal_id] = activity
+        running = (tracked.get("wave") or {}).get("goals") or [activity.goal_id]
+        shares = [run_progress.goals[g].share for g in running if g in run_progress.goals]
+        run_progress.percent = max(run_progress.percent, progress.wave_percent(tracked, shares))
+        language = run_language(tracked, self._context.settings)
+        t = texts(language)
+        title = activity.title if len(activity.title) <= 60 else activity.title[:59] + "…"
+        push = ProgressPush(
+            task_id=run.task_id, client_id=run.client_id, node=node,
+            message=f"{title}: {progress.message(state, node, t, language)}", percent=run_progress.percent,
+            goal_index=activity.index, total_goals=len(tracked.get("goals") or []),
+            step_index=max(0, activity.step - 1), total_steps=activity.steps)
+        self._kotlin.push_progress_nowait(push)
+        events.publish("node_start", {"node": node, "message": push.message, "percent": push.percent,
+                                      "goal_index": push.goal_index, "total_goals": push.total_goals,
+                                      "step_index": push.step_index, "total_steps": push.total_steps,
+                                      "attempt": activity.attempt, "goal_id": activity.goal_id,
+                                      **_goal_field(run_progress, t)})
+
+
+def _goal_field(run_progress: RunProgress, t: Texts) -> dict[str, str]:
+    """`goals`: every goal's state, for a plan of several goals."""
+    states = run_progress.goal_states(t)
+    return {"goals": states} if states else {}
 
 
 def _interrupt_payload(update: Any) -> tuple[dict[str, Any], str | None]:

@@ -18,14 +18,15 @@ from app.schemas.kotlin import status_reply
 from app.schemas.runs import NodeUsage, RunSummary, RunUsage
 
 
-def status_map(thread_id: str, record: RunRecord | None, *, live_percent: float | None = None) -> dict[str, str]:
+def status_map(thread_id: str, record: RunRecord | None, *, live_percent: float | None = None,
+               goals: str = "") -> dict[str, str]:
     """The `/status` body (strings only: Kotlin decodes `Map<String, String>`).
 
     `live_percent` is given while the run executes in this process; else `record` decides, and
-    no record is `unknown`.
+    no record is `unknown`. `goals` is where each goal of a running plan stands.
     """
     if live_percent is not None:
-        return status_reply(thread_id, "running", percent=f"{live_percent:g}")
+        return status_reply(thread_id, "running", percent=f"{live_percent:g}", **({"goals": goals} if goals else {}))
     if record is None:
         return status_reply(thread_id, "unknown")
     usage = usage_fields(record.usage)

@@ -326,6 +326,20 @@ class ApprovalDecision(BaseModel):
     """The user's words after a refusal ("ne, udělej to bez nové závislosti" → the rest)."""
 
 
+class DesignDecision(_Lenient):
+    decision: str = Field(json_schema_extra=bounded(200))
+    reason: str = Field(default="", json_schema_extra=bounded(200))
+
+
+class DesignPlan(GoalPlan):
+    """A generative request's design: the document's content and the goals built from it."""
+
+    summary: str = Field(default="", json_schema_extra=bounded(300))
+    context: str = Field(default="", json_schema_extra=bounded(500))
+    decisions: list[DesignDecision] = Field(default_factory=list, json_schema_extra=bounded(items=6))
+    interfaces: list[str] = Field(default_factory=list, json_schema_extra=bounded(items=6, item_length=200))
+
+
 class GoalSummary(BaseModel):
     goal_id: str
     title: str

@@ -85,6 +85,10 @@ class Texts:
     wave_conflict_reason: str
     wave_tests_goal: str
     report_wave_conflicts: str
+    goal_state_done: str
+    goal_state_running: str
+    goal_state_step: str
+    goal_state_waiting: str
     design_gate: str
     report_skipped: str
     report_failed: str

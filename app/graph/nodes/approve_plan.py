@@ -13,6 +13,7 @@ from typing import Any
 
 from langgraph.types import interrupt
 
+from app.graph import design_doc
 from app.graph.answers import read_approval
 from app.graph.approval import classify_modification
 from app.graph.goals import GoalOrder, plan_order
@@ -65,6 +66,9 @@ async def approve_plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
     header = (t.plan_gate_replanned.format(reason=state["replan_reason"], goals=todo, waves=len(waves))
               if state.get("replan_reason") else t.plan_gate.format(goals=todo, waves=len(waves)))
     description = plan_description(order, finished=finished, header=header, t=t)
+    drafted = state.get("design")
+    if generative and drafted:  # the document the goals come from, before them
+        description = t.design_gate.format(path=drafted["path"], summary=drafted["summary"]) + "\n\n" + description
     decision = interrupt(
         {
             "type": "approval_request",
@@ -73,6 +77,7 @@ async def approve_plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
             "task_id": task_of(state)["id"],
             "goals_count": todo,
             "waves_count": len(waves),
+            **({"design_path": drafted["path"]} if generative and drafted else {}),
         }
     )
     answer = await read_approval(ctx.llm, decision, question=description)
@@ -92,4 +97,6 @@ async def approve_plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
     if answer.reason and state.get("replans", 0) < ctx.settings.recovery_max_replans:
         ask = Recovery(action=RecoveryAction.REPLANNING, failure=answer.reason, source="user")
         return {"recovery": ask.model_dump(mode="json"), "user_conditions": [answer.reason]}
-    return {"final_result": t.plan_rejected, "goals": [], "steps": []}
+    if drafted:  # refused for good: the document it wrote goes too
+        design_doc.discard(ctx.workspaces.resolve(task_of(state)["workspace_path"]), drafted["path"])
+    return {"final_result": t.plan_rejected, "goals": [], "steps": [], "design": None}

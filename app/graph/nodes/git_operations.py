@@ -95,11 +95,15 @@ def commit_plan(state: OrchestratorState, branch: str, files: list[str]) -> dict
     title = (goals[0].get("title") if goals else None) or task["query"][:72]
     plan: dict[str, Any] = {"branch": branch, "message": commit_message(rules, task["id"], title), "files": files,
                             "trailer": trailer}
-    summaries = [s for s in state.get("goal_summaries") or [] if s.get("changed_files")]
-    if len(summaries) < 2:
+    drafted = state.get("design")
+    commits = [{"message": commit_message(rules, task["id"], f"Design: {Path(drafted['path']).stem}"),
+                "trailer": f"{trailer} design", "files": [drafted["path"]], "tree": drafted.get("tree")}
+               ] if drafted and drafted.get("tree") else []
+    commits += [{"message": commit_message(rules, task["id"], s["title"]), "trailer": f"{trailer} goal {s['goal_id']}",
+                 "files": s["changed_files"], "tree": s.get("tree")}
+                for s in state.get("goal_summaries") or [] if s.get("changed_files")]
+    if len(commits) < 2:
         return plan
-    commits = [{"message": commit_message(rules, task["id"], s["title"]), "trailer": f"{trailer} goal {s['goal_id']}",
-                "files": s["changed_files"], "tree": s.get("tree")} for s in summaries]
     commits[-1] |= {"files": files, "tree": None}  # the end of the run, steps added at the commit gate included
     return plan | {"commits": commits}
 

@@ -16,6 +16,9 @@ from langgraph.types import Command
 
 from app.agents.base import AgentJob, AgentResult, AgentRunner, LogSink, Prepare
 from app.graph.context import RunContext
+from app.observability.metrics import Metrics
+from app.runs.events import EventHub
+from app.runs.lifecycle import RunDriver, RunIdentity, RunProgress
 from tests.fixtures.llm_server import RecordedRequest, Reply
 from tests.support import classification, file_block, git, make_git_repo, node_marker
 from tests.unit.graph.graph_support import nodes_of, start
@@ -143,3 +146,31 @@ async def test_a_goal_that_conflicts_in_its_wave_runs_again_alone_on_the_merged_
     assert (workspace / "shared.py").read_text().strip() == "VALUE = 'gamma'"  # on top of alpha's merged change
     assert [s["goal_id"] for s in final["goal_summaries"]] == ["a", "c"]
     assert nodes.index("merge_wave") < nodes.index("plan_steps", nodes.index("merge_wave"))
+
+
+async def test_progress_names_the_goals_running_side_by_side_and_every_goals_state(
+        graph: Any, wave_ctx: RunContext, llm: Any, workspace: Path) -> None:
+    llm.script(*plan(GOALS, FILES, sleep=0.5))
+    state, config = start("Build alpha, beta and gamma", workspace_path="clients/c1/waves")
+    run = RunIdentity(config["configurable"]["thread_id"], state["task"]["id"], state["task"]["client_id"])
+    driver = RunDriver(graph, wave_ctx, wave_ctx.kotlin, Metrics())
+    hub = EventHub()
+    progress = RunProgress()
+
+    assert (await driver.drive(run, state, hub.log(run.thread_id), run_progress=progress)).status == "interrupted"
+    outcome = await driver.drive(run, Command(resume=YES), hub.log(run.thread_id), run_progress=progress)
+
+    assert outcome.interrupt_action == "commit"
+    starts = [e.data for e in hub.log(run.thread_id).events if e.type == "node_start"]
+    in_goals = [s for s in starts if "goal_id" in s]
+    assert {s["goal_id"] for s in in_goals} == {"a", "c"}  # b ran alone, in the run's own loop
+    alpha = next(s for s in in_goals if s["goal_id"] == "a" and s["node"] == "execute_step")
+    assert alpha["message"] == "Add alpha: Running step 1/1 of goal 1/3…"
+    assert "1. Add alpha: running (execute_step, step 1/1)" in alpha["goals"]
+    assert "3. Add beta: waiting" in alpha["goals"]
+    run_goal = next(s for s in starts if s["node"] == "run_goal")
+    assert run_goal["message"] == "Working on goals side by side: Add alpha, Add gamma…"
+    late = next(s for s in starts if s["node"] == "plan_steps" and "goal_id" not in s)  # b's goal, after the wave
+    assert late["goals"].startswith("1. Add alpha: done; 2. Add gamma: done; 3. Add beta: running (plan_steps")
+    percents = [s["percent"] for s in starts]
+    assert percents == sorted(percents) and 10 < max(s["percent"] for s in in_goals) < 90
