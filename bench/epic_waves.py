@@ -23,10 +23,12 @@ commit per goal touching exactly its files, nothing left behind (worktrees, goal
 the mode really taken (the first wave's agents overlapping in worktrees with 2, never with 1).
 A run that fails a check makes the exit code 1.
 
-Besides the wall times, each run's time outside the agents (no agent process running) is split
-by what the run was waiting on, each instant given to the first of: git and test jobs
-(the commit), worktrees (wave base commit, `worktree add`, merge, removal), workspace snapshots,
-LLM calls, checkpoints; the rest (graph, context store, KB, the agents' start) is "other".
+Besides the wall times, each run's time outside the agents (no coding agent's `runner.run` under
+way, its process start included) is split by what the run was waiting on, each instant given to
+the first of: git and test jobs (the commit), worktrees (wave base commit, `worktree add`, merge,
+removal), workspace snapshots, LLM calls, checkpoints; the rest (graph, context store, KB) is
+"other". An agent's time beyond its sleep (process start, the entrypoint, judging its result) is
+printed apart. Sequential wall ≈ goals × (sleep + that) + outside; parallel: waves × (…) + outside.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from kubernetes import client
 
 from app.agents.agent_env import agent_secret_keys, job_variables
 from app.agents.base import AgentJob
+from app.agents.worktrees import WORKTREES_SUFFIX
 from app.config import Settings
 
 APP_LABEL = "jervis-agent"
@@ -30,6 +31,8 @@ def job_name(job: AgentJob) -> str:
     characters. Every attempt (and every plan revision, in the digest) has its own name, so a
     retry never meets the failed Job and a restart re-attaches to exactly the running attempt."""
     key = f"{job.thread_id}:{job.goal_index}:{job.step_index}:{job.revision}:{job.mode}:{job.attempt}"
+    if job.workspace.parent.name.endswith(WORKTREES_SUFFIX):  # a goal of a wave, in its worktree: never the
+        key += f":{job.workspace.name}"                        # same Job as the goal run again alone
     digest = hashlib.sha1(key.encode()).hexdigest()[:8]
     step = f"g{job.goal_index}-s{job.step_index}" + (f"-r{job.revision}" if job.revision else "")
     where = {"agent": f"{step}-a{job.attempt}", "test": f"{step}-a{job.attempt}-test"}.get(job.mode, job.mode)

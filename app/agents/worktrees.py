@@ -24,6 +24,8 @@ from app.agents.snapshot_git import OBJECT_ID, GitCommand, SnapshotError, decode
 
 __all__ = ["GoalWorktrees", "MergeStep", "SnapshotError"]
 
+#: The folder beside a workspace that holds its goals' worktrees (`<workspace>.jervis-goals/`).
+WORKTREES_SUFFIX = ".jervis-goals"
 #: Who the internal commits are by (never on a branch the user sees).
 IDENTITY = ("-c", "user.name=Jervis", "-c", "user.email=jervis@localhost")
 

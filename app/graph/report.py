@@ -99,11 +99,20 @@ def report_lines(state: Mapping[str, Any], t: Texts, *, include_failure: bool = 
         lines.append(t.report_left.format(what="; ".join(left[:8]) + ("…" if len(left) > 8 else "")))
     if review := epic_review_line(state, t):
         lines.append(review)
+    if conflicted := wave_conflicts(state):
+        lines.append(t.report_wave_conflicts.format(goals=", ".join(conflicted)))
     if state.get("commit_sha") and state.get("branch"):
         lines.append(t.report_branch.format(branch=state["branch"], sha=str(state["commit_sha"])[:12]))
     elif changed_files(state) and state.get("git_outcome") not in ("commit_rejected", "not_a_repo"):
         lines.append(t.report_not_committed)
     return [line for line in [*lines, *other_notices] if line]
+
+
+def wave_conflicts(state: Mapping[str, Any]) -> list[str]:
+    """Titles of the goals whose work conflicted in their wave and was done again alone."""
+    titles = {g.get("id"): g.get("title", "") for g in state.get("goals") or []}
+    ids = dict.fromkeys(r["goal_id"] for r in state.get("wave_goals") or [] if r.get("status") == "conflict")
+    return [_clip(titles.get(gid) or gid, 80) for gid in ids]
 
 
 def epic_review_line(state: Mapping[str, Any], t: Texts) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from app.agents.worktrees import WORKTREES_SUFFIX
 from app.config import Settings
 from app.graph.state_parts import GoalDict, WaveGoalDict
 
@@ -39,7 +40,7 @@ def ready_goals(goals: Sequence[GoalDict], done: set[str]) -> list[int]:
 
 def worktree_path(workspace_path: str, thread_id: str, index: int) -> str:
     """A goal's worktree, beside the workspace on the shared volume (relative to DATA_ROOT)."""
-    return f"{workspace_path.rstrip('/')}.jervis-goals/{_slug(thread_id)}-g{index}"
+    return f"{workspace_path.rstrip('/')}{WORKTREES_SUFFIX}/{_slug(thread_id)}-g{index}"
 
 
 def goal_branch(thread_id: str, index: int) -> str:

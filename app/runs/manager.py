@@ -17,11 +17,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langgraph.pregel import Pregel
-from langgraph.types import Command
+from langgraph.types import Command, Interrupt
 
 from app.agents.control import use_control
 from app.agents.workspace import WorkspaceError, WorkspaceManager
@@ -50,6 +50,15 @@ from app.schemas.thread_ids import new_thread_id, task_id_of
 from app.texts import texts
 
 log = logging.getLogger(__name__)
+
+
+def resume_command(pending: Sequence[Interrupt], answer: dict[str, Any]) -> Command[Any]:
+    """The answer to the question asked (the first pending interrupt). Goals of a wave may ask at
+    the same time (a budget or cloud approval in each): the answer then goes to that interrupt by
+    id, and the others are asked next, one at a time."""
+    if len(pending) > 1:
+        return Command(resume={pending[0].id: answer})
+    return Command(resume=answer)
 
 class RunManager:
     def __init__(
@@ -144,7 +153,7 @@ class RunManager:
         task = snapshot.values.get("task") or {}
         run = ActiveRun(RunIdentity(thread_id, task.get("id") or task_id_of(thread_id) or thread_id,
                                     task.get("client_id") or ""))
-        self._spawn(run, slot, Command(resume=resume_value), known=snapshot.values)
+        self._spawn(run, slot, resume_command(snapshot.interrupts, resume_value), known=snapshot.values)
         return run
 
     async def cancel(self, thread_id: str) -> None:

@@ -184,3 +184,48 @@ def test_a_retry_is_a_new_job_and_a_restart_reattaches_to_that_attempt(kube_serv
     jobs = agent_jobs(cluster, body["task_id"])
     assert len(jobs) == 2 and [n for n in jobs if "-a1-" in n] and jobs.count(second_attempt) == 1
     assert (repo / "app/retry.py").read_text() == "attempt = 2\n"
+
+
+def test_an_epics_independent_goals_run_as_jobs_at_the_same_time(kube_service, cluster, llm, kotlin,
+                                                                   workspace) -> None:
+    """Goals a and c of the first wave run as two Jobs at once (EPIC_MAX_PARALLEL_GOALS defaults to 2
+    on Kubernetes), each on its worktree; b's Job starts after both ended; one commit per goal."""
+    rel, repo = workspace
+    goals = [{"id": "a", "title": "Add alpha", "dependencies": []},
+             {"id": "b", "title": "Add beta", "dependencies": ["a"]},
+             {"id": "c", "title": "Add gamma", "dependencies": []}]
+    files = {"Add alpha": "alpha.py", "Add beta": "beta.py", "Add gamma": "gamma.py"}
+
+    def steps(request: Any) -> str:
+        title = request.last_user.split("## Goal\n", 1)[1].split("\n", 1)[0]
+        return steps_json(f"@@SLEEP 3\n{file_block(files[title], f'# {title}')}")
+
+    llm.script(Reply(match=node_marker("intake"), content=classification("epic", "code", "complex")),
+               Reply(match=node_marker("plan_epic"), content=json.dumps({"goals": goals})),
+               Reply(match=node_marker("plan_steps"), content=steps),
+               Reply(match=node_marker("review_epic"),
+                     content=json.dumps({"approved": True, "issues": [], "summary": "ok"})))
+    service = kube_service().start()
+    body = orchestrate_body(workspace_path=rel)
+    with service.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
+        kotlin.wait_for_status(thread_id=thread_id, status="interrupted")  # the plan
+        client.post(f"/approve/{thread_id}", json=approval(True, "ano"))
+
+        def wave_jobs() -> list[str] | None:
+            names = [n for n in cluster.created if body["task_id"] in n and "-s0-a1-" in n]
+            return names if {"-g0-", "-g1-"} <= {n[n.index("-g"):n.index("-s0")] + "-" for n in names} else None
+
+        first, second = sorted(wave_jobs() or wait_until(wave_jobs, what="two goals' Jobs"))[:2]
+        active = [cluster.wait_for_job(name, "Active") for name in (first, second)]
+        assert all(job["status"].get("ready") == 1 for job in active)  # both run at once
+        wait_until(lambda: [s for s in kotlin.statuses if s.get("threadId") == thread_id
+                            and s.get("interruptAction") == "commit"], timeout=60, what="the commit gate")
+        client.post(f"/approve/{thread_id}", json=approval(True, "ano"))
+    kotlin.wait_for_status(thread_id=thread_id, status="done", timeout=60)
+
+    later = [n for n in cluster.created if body["task_id"] in n and "-g2-s0-a1-" in n]
+    assert len(later) == 1 and cluster.created.index(later[0]) > max(map(cluster.created.index, (first, second)))
+    log = git(repo, "log", "--format=%s", "-n", "3").splitlines()
+    assert [line.split(" ", 1)[1] for line in log] == ["Add beta", "Add gamma", "Add alpha"]
+    assert git(repo, "worktree", "list").count("\n") == 1

@@ -15,7 +15,7 @@ import json
 import shlex
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +117,13 @@ class Wave:
         self.thread_id, self.task_id = response.json()["thread_id"], body["task_id"]
 
 
+@pytest.fixture
+def wave(data_root: Path) -> Iterator[Wave]:
+    run = Wave(data_root)
+    yield run
+    run.release.touch()  # a test that failed leaves no agent waiting
+
+
 def service_for(service_factory: Callable[..., ServiceProcess], wave: Wave) -> ServiceProcess:
     return service_factory(pod_id=f"waves-{uuid.uuid4().hex[:8]}", epic_max_parallel_goals=2,
                            response_language="en", local_agent_command=wave.agent_command())
@@ -179,11 +186,10 @@ def assert_committed_and_clean(wave: Wave, done: dict[str, Any], titles: list[st
 
 
 def test_kill_after_one_goal_of_the_wave_ended_keeps_it_and_reattaches_to_the_other(
-        service_factory, llm, kotlin, mongo_server, data_root: Path) -> None:
+        service_factory, llm, kotlin, mongo_server, wave: Wave) -> None:
     """Epic [alpha, beta after alpha, gamma]: wave 1 runs alpha (1 s) and gamma (held) side by side.
     The service is killed once alpha's goal has durably ended while gamma's agent still works; the
     restarted service does not run alpha again, re-attaches to gamma's agent, then runs beta."""
-    wave = Wave(data_root)
     llm.script(*epic_script([A, B, C], {ALPHA: 1, GAMMA: None, BETA: 0.2}))
     first = service_for(service_factory, wave).start()
     with first.client() as client:
@@ -219,10 +225,9 @@ def test_kill_after_one_goal_of_the_wave_ended_keeps_it_and_reattaches_to_the_ot
 
 
 def test_kill_while_both_agents_of_the_wave_run_reattaches_to_both(
-        service_factory, llm, kotlin, mongo_server, data_root: Path) -> None:
+        service_factory, llm, kotlin, mongo_server, wave: Wave) -> None:
     """Epic [alpha, gamma], one wave: killed while both agents work (held); the restarted service
     re-attaches to both, neither step starts again."""
-    wave = Wave(data_root)
     llm.script(*epic_script([A, C], {ALPHA: None, GAMMA: None}))
     first = service_for(service_factory, wave).start()
     with first.client() as client:

@@ -22,6 +22,15 @@ def agent_job(**overrides: object) -> AgentJob:
     return AgentJob(**fields)  # type: ignore[arg-type]
 
 
+def test_a_goal_run_in_its_worktree_and_again_alone_are_different_jobs() -> None:
+    """A goal that conflicted in its wave runs again alone with the same goal, step and attempt: on
+    Kubernetes the same name would re-attach to the finished Job of its worktree run."""
+    alone = agent_job()
+    in_wave = agent_job(workspace=Path("/opt/jervis/data/clients/c1/p1.jervis-goals/thread-x-g1"))
+    assert job_name(in_wave) != job_name(alone)
+    assert job_name(in_wave) == job_name(agent_job(workspace=in_wave.workspace))  # a restart re-attaches
+
+
 @pytest.mark.parametrize("task_id", ["67ad0f1e2b3c4d5e6f708192", "UPPER_case.and-dots", "x" * 200, "___"])
 def test_job_name_is_a_dns_label_of_at_most_63_chars(task_id: str) -> None:
     name = job_name(agent_job(task_id=task_id, thread_id=f"thread-{task_id}-abcd1234"))

@@ -145,6 +145,7 @@ async def test_a_goal_that_conflicts_in_its_wave_runs_again_alone_on_the_merged_
     assert len(again) == 2 and ".jervis-goals" in again[0] and again[1] == str(workspace)  # the re-run: alone
     assert (workspace / "shared.py").read_text().strip() == "VALUE = 'gamma'"  # on top of alpha's merged change
     assert [s["goal_id"] for s in final["goal_summaries"]] == ["a", "c"]
+    assert "Merged after a re-run (conflicts between goals of one wave): Add gamma." in final["final_result"]
     assert nodes.index("merge_wave") < nodes.index("plan_steps", nodes.index("merge_wave"))
 
 
