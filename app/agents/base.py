@@ -53,6 +53,9 @@ class AgentResult(BaseModel):
     log_tail: str = ""
     test_outcome: str | None = None
     """Test runs: passed | failed | not_run."""
+    unchanged: bool = False
+    """The agent reported success but changed no file where changes were expected (a failure;
+    `summary` is the agent's own, the caller words the failure in the run's language)."""
 
 
 class AgentRunner(Protocol):

@@ -26,10 +26,10 @@ def judge(workspaces: WorkspaceManager, job: AgentJob, *, exit_code: int | None,
         summary = f"{summary} (but the agent exited with code {exit_code})"
     if result.exit_code is not None:  # the agent's own code, behind the entrypoint's
         exit_code = result.exit_code
-    if success and job.expect_changes and not result.changed_files:
-        success, summary = False, f"Agent reported success but changed no file: {summary}"
+    unchanged = success and job.expect_changes and not result.changed_files
     return AgentResult(
-        success=success, summary=summary, changed_files=result.changed_files, exit_code=exit_code,
+        success=success and not unchanged, summary=summary, unchanged=unchanged, changed_files=result.changed_files,
+        exit_code=exit_code,
         cost_usd=result.cost_usd, commit_sha=result.commit_sha,
         # The entrypoint's tail of a test run is the command's own output, without our log lines.
         log_tail=(result.log_tail or log_tail) if job.mode == "test" else (log_tail or result.log_tail),

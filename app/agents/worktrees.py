@@ -16,6 +16,7 @@ worktrees are removed after the merge (`remove`), so only unreachable objects re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +97,8 @@ class GoalWorktrees:
             await asyncio.to_thread(shutil.rmtree, path, True)
         await self._git.run(main, "worktree", "prune")
         await self._git.run(main, "branch", "-D", branch, ok_codes=(0, 1))
+        with contextlib.suppress(OSError):  # the folder of the workspace's worktrees, once it is empty
+            path.parent.rmdir()
 
     async def _head(self, main: Path) -> str | None:
         out = await self._git.run(main, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok_codes=(0, 1))

@@ -147,9 +147,11 @@ CODE_STEPS_SCHEMA = (
 )
 
 
-def plan_steps(*, goal: str, task: str | None, done_before: str, context: str, language: str) -> list[Message]:
+def plan_steps(*, goal: str, task: str | None, done_before: str, context: str, language: str,
+               others: str = "") -> list[Message]:
     """The steps of a goal (an epic's), or of a whole single task (`task` None: the goal is the
-    request). Asked for few, self-contained steps that keep the user's exact names and messages."""
+    request). Asked for few, self-contained steps that keep the user's exact names and messages;
+    `others` are the plan's other goals, which the steps must leave to them."""
     body = (
         "Write the execution steps of a coding task for a coding agent working in the repository. "
         "Usually one step is enough: split only work on separate parts of the code. Each step's "
@@ -160,7 +162,7 @@ def plan_steps(*, goal: str, task: str | None, done_before: str, context: str, l
     return [
         _system("plan_steps", body),
         _user([("Goal" if task else "Task", goal), ("Whole task", task), ("Done in earlier goals", done_before),
-               ("Context", context)]),
+               ("Other goals (planned separately: not part of this goal's steps)", others), ("Context", context)]),
     ]
 
 

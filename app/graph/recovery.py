@@ -128,12 +128,16 @@ _CHOICES: tuple[tuple[RecoveryAction, re.Pattern[str]], ...] = (
         r"\b(?:zkus\w*(?:\s+to)?(?:\s+znovu)?|znovu|opakuj\w*|retry|try(?:\s+it)?\s+again|again|pokracuj\w*)\b")),
 )
 _LEADING_JUNK = re.compile(r"^[\s,;:.!\-–—]+")
+#: A bare yes: the user wants the work to go on (a small model read "ano" as stop).
+_BARE_YES = re.compile(r"(?:ano|jo|jasne|ok|okay|yes|yep|sure|go\s+on|dobre|dobra|klidne)")
 
 
 def read_recovery_answer(answer: str) -> tuple[RecoveryAction, str] | None:
     """The action the user's words ask for, and the rest of their words as the hint; None when
     no keyword says it (the caller asks the LLM, then treats the words as a retry hint)."""
     folded = fold(answer)
+    if _BARE_YES.fullmatch(folded.strip(" .!,")):  # "ano" to "what shall I do?": go on, try again
+        return RecoveryAction.RETRY, ""
     found: list[tuple[int, RecoveryAction, int]] = []
     for action, pattern in _CHOICES:
         match = pattern.search(folded)

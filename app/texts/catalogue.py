@@ -86,6 +86,7 @@ class Texts:
     wave_tests_goal: str
     report_wave_conflicts: str
     goal_state_done: str
+    agent_changed_nothing: str
     goal_state_running: str
     goal_state_step: str
     goal_state_waiting: str

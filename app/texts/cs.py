@@ -82,6 +82,7 @@ CS = Texts(
     wave_tests_goal="Oprav testy po sloučení vlny {wave}",
     report_wave_conflicts="Sloučeno po novém běhu (konflikty mezi cíli jedné vlny): {goals}.",
     goal_state_done="hotovo",
+    agent_changed_nothing="Agent ohlásil úspěch, ale nezměnil žádný soubor: {summary}",
     goal_state_running="běží ({node}{step})",
     goal_state_step=", krok {step}/{steps}",
     goal_state_waiting="čeká",

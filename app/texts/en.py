@@ -84,6 +84,7 @@ EN = Texts(
     wave_tests_goal="Make the tests pass after merging wave {wave}",
     report_wave_conflicts="Merged after a re-run (conflicts between goals of one wave): {goals}.",
     goal_state_done="done",
+    agent_changed_nothing="The agent reported success but changed no file: {summary}",
     goal_state_running="running ({node}{step})",
     goal_state_step=", step {step}/{steps}",
     goal_state_waiting="waiting",

@@ -378,8 +378,8 @@ async def test_every_structured_answer_schema_is_a_grammar_the_real_model_takes(
     from app.llm.provider import _json_schema
     from app.schemas import domain
 
-    schemas = [domain.Classification, domain.GoalPlan, domain.StepPlan, domain.ReviewVerdict, domain.Reflection,
-               domain.RecoveryChoice, domain.ApprovalDecision, _Compression, CorrectionReply]
+    schemas = [domain.Classification, domain.GoalPlan, domain.DesignPlan, domain.StepPlan, domain.ReviewVerdict,
+               domain.Reflection, domain.RecoveryChoice, domain.ApprovalDecision, _Compression, CorrectionReply]
     for schema in schemas:
         text, _, _ = await _stream(real_model, [{"role": "user", "content": "Reply with JSON."}], max_tokens=4,
                                    response_format={"type": "json_object", "schema": _json_schema(schema)})

@@ -5,12 +5,13 @@ each other."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from langgraph.config import get_config, get_stream_writer
 from langgraph.runtime import Runtime
 
-from app.agents.workspace import render_environment
+from app.agents.workspace import WorkspaceError, render_environment
 from app.config import Settings
 from app.graph import chat
 from app.graph.agent_selection import select_agent
@@ -159,3 +160,12 @@ def kb_env(settings: Settings, task: TaskDict) -> dict[str, str]:
 def reset_step_counters() -> dict[str, Any]:
     """A new step starts: first attempt, no extra attempts granted, no question asked yet."""
     return {"attempt": 1, "extra_attempts": 0, "cap_asked": False}
+
+
+def workspace_root(runtime: NodeRuntime, workspace_path: str) -> Path | None:
+    """The project directory when it has something in it: code changes have somewhere to go."""
+    try:
+        path = runtime.context.workspaces.resolve(workspace_path)
+    except WorkspaceError:
+        return None
+    return path if path.is_dir() and any(True for _ in path.iterdir()) else None

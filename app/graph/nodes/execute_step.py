@@ -254,7 +254,9 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     # Awaited, not queued: a failed attempt's output is what the reflection reads next.
     await ctx.context_store.save_safely(run_key(state), "agent_result", ContextStore.step_key(goal_index, step.index),
                                         result.summary, detail)
-    return StepResult(step_index=step.index, goal_index=goal_index, success=result.success, summary=result.summary,
+    summary = texts(run_language(state, ctx.settings)).agent_changed_nothing.format(summary=result.summary) \
+        if result.unchanged else result.summary
+    return StepResult(step_index=step.index, goal_index=goal_index, success=result.success, summary=summary,
                       agent_type=agent, step_type=StepType.CODE, changed_files=result.changed_files,
                       attempt=attempt, revision=step.revision, findings=findings, title=clip(step.instructions, 120),
                       base_tree=base)

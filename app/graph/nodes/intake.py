@@ -5,27 +5,25 @@ fatal."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
-from app.agents.workspace import WorkspaceError, render_environment
+from app.agents.workspace import render_environment
 from app.graph import chat
 from app.graph.classification import certain_classification, classify
-from app.graph.nodes._common import NodeRuntime, clarification_text, current_thread_id, identity, run_language, task_of
+from app.graph.nodes._common import (
+    NodeRuntime,
+    clarification_text,
+    current_thread_id,
+    identity,
+    run_language,
+    task_of,
+    workspace_root,
+)
 from app.graph.request_scope import scope_of
 from app.graph.state import OrchestratorState
 from app.kb.prefetch import fetch_project_context
 from app.llm.scope import cloud_request
 from app.schemas.domain import Classification
-
-
-def workspace_root(runtime: NodeRuntime, workspace_path: str) -> Path | None:
-    """The project directory when it has something in it: code changes have somewhere to go."""
-    try:
-        path = runtime.context.workspaces.resolve(workspace_path)
-    except WorkspaceError:
-        return None
-    return path if path.is_dir() and any(True for _ in path.iterdir()) else None
 
 
 async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:

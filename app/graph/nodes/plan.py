@@ -22,8 +22,8 @@ from app.graph.nodes._common import (
     reset_step_counters,
     run_language,
     task_of,
+    workspace_root,
 )
-from app.graph.nodes.intake import workspace_root
 from app.graph.request_scope import RequestScope, scope_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict

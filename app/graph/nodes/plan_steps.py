@@ -1,8 +1,12 @@
 """plan_steps (spec §7.7): concrete steps for the current goal of an epic, each code step with its
-agent. A plan the model cannot deliver falls back to one step that is the goal itself."""
+agent. A goal that names one file of the workspace is one step, the goal itself, with no planning
+call (as a single task naming one file); the planner of any other goal is told the plan's other
+goals, which are not this goal's work (a small model otherwise plans the whole request again in
+every goal). A plan the model cannot deliver falls back to one step that is the goal itself."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -15,7 +19,9 @@ from app.graph.nodes._common import (
     reset_step_counters,
     run_language,
     task_of,
+    workspace_root,
 )
+from app.graph.request_scope import scope_of
 from app.graph.state import OrchestratorState
 from app.graph.step_cleanup import cleaned_steps
 from app.llm.provider import LlmJsonError
@@ -23,6 +29,13 @@ from app.schemas.domain import CodingStep, StepPlan
 from app.texts import texts
 
 log = logging.getLogger(__name__)
+
+
+def other_goals(state: OrchestratorState) -> str:
+    """The plan's goals other than the current one and not done yet: work this goal leaves alone."""
+    current = current_goal(state)["id"]
+    done = {s["goal_id"] for s in state.get("goal_summaries", [])}
+    return "\n".join(f"- {g['title']}" for g in state.get("goals") or [] if g["id"] not in done | {current})
 
 
 def done_before(state: OrchestratorState) -> str:
@@ -39,12 +52,17 @@ async def plan_steps(state: OrchestratorState, runtime: NodeRuntime) -> dict[str
     language = run_language(state, ctx.settings)
     goal_text = f"{goal['title']}\n{goal.get('description', '')}".strip()
     updates: dict[str, Any] = {}
+    scope = await asyncio.to_thread(scope_of, goal_text, workspace_root(runtime, task["workspace_path"]))
     try:
-        planned = await ctx.llm.complete_json(
-            prompts.plan_steps(goal=goal_text, task=task["query"], done_before=done_before(state),
-                               context=planning_context(state), language=language),
-            StepPlan, max_tokens=prompts.Cap.STEPS)
-        steps = cleaned_steps(planned.steps)
+        if scope.one_file:
+            log.info("plan_steps: one step on %s (the goal names one file; no planning call)", scope.targets[0])
+            steps = [CodingStep(instructions=goal_text, files=scope.targets)]
+        else:
+            planned = await ctx.llm.complete_json(
+                prompts.plan_steps(goal=goal_text, task=task["query"], done_before=done_before(state),
+                                   context=planning_context(state), language=language, others=other_goals(state)),
+                StepPlan, max_tokens=prompts.Cap.STEPS)
+            steps = cleaned_steps(planned.steps)
     except LlmJsonError as exc:
         log.warning("plan_steps: no usable step plan (%s); the goal is one step", exc)
         steps = [CodingStep(instructions=goal_text)]

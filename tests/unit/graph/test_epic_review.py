@@ -21,7 +21,7 @@ GOALS = [{"id": "a", "title": "Add alpha", "dependencies": []},
 FILES = {"Add alpha": ("alpha.py", "def alpha():\n    return 1\n"),
          "Add beta": ("beta.py", "def beta():\n    return 2\n"),
          "Oprav, co našla kontrola celé změny": ("beta.py", '"""Beta."""\n\n\ndef beta():\n    return 2\n')}
-REJECTED = json.dumps({"approved": False, "issues": ["beta.py has no module docstring"], "summary": "almost"})
+REJECTED = json.dumps({"approved": False, "issues": ["the beta module has no docstring"], "summary": "almost"})
 APPROVED = json.dumps({"approved": True, "issues": [], "summary": "Both functions are there."})
 
 
@@ -77,7 +77,7 @@ async def test_a_rejected_epic_gets_a_fix_up_goal_and_is_reviewed_again(graph: A
     assert "## Goals\n1. Add alpha" in reviews[1].last_user and "3. Oprav, co našla kontrola" in reviews[1].last_user
     assert nodes.count("review_epic") == 2 and nodes[-2:] == ["review_epic", "__interrupt__"]  # the commit gate
     assert [g["id"] for g in final["goals"]] == ["a", "b", "review-fix-1"]
-    assert final["goals"][2]["description"] == "beta.py has no module docstring"
+    assert final["goals"][2]["description"] == "the beta module has no docstring"
     assert (final["epic_review"]["status"], final["epic_review"]["round"]) == ("approved", 2)
     assert "Kontrola celé změny ji schválila: Both functions are there." in final["final_result"]
     repo = tmp_path / workspace
@@ -96,7 +96,7 @@ async def test_issues_left_after_the_fix_ups_are_reported_not_fixed(graph: Any, 
     final, nodes, _ = await run_to_commit(graph, ctx, "Postav alfu a betu", workspace)
 
     assert nodes.count("review_epic") == 1 and [g["id"] for g in final["goals"]] == ["a", "b"]
-    assert "Kontrola celé změny stále našla: beta.py has no module docstring" in final["final_result"]
+    assert "Kontrola celé změny stále našla: the beta module has no docstring" in final["final_result"]
     assert final["git_outcome"] == "committed" and not final.get("error")
 
 

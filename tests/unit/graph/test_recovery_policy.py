@@ -161,9 +161,13 @@ def test_decide_never_breaks_a_cap_when_any_combination_fails() -> None:
         ("try again with fixtures", (A.RETRY, "with fixtures")),
         ("preskoc", (A.SKIP_STEP, "")),
         ("ZASTAV", (A.STOP, "")),
+        ("ano", (A.RETRY, "")),  # the embedded model read a bare "ano" as stop
+        ("Yes!", (A.RETRY, "")),
+        ("ano, přeskoč to", (A.SKIP_STEP, "")),  # a yes with an action is that action
     ],
     ids=["stop", "zastav", "ukonci", "preskoc", "vynech", "skip", "preplanuj", "replan", "zkus-znovu",
-         "retry-with-czech-hint", "retry-with-english-hint", "without-diacritics", "upper-case"],
+         "retry-with-czech-hint", "retry-with-english-hint", "without-diacritics", "upper-case", "bare-ano",
+         "bare-yes", "yes-with-skip"],
 )
 def test_read_recovery_answer_reads_the_action_when_a_keyword_says_it(
         answer: str, expected: tuple[RecoveryAction, str]) -> None:

@@ -108,6 +108,8 @@ async def test_independent_goals_run_side_by_side_and_the_dependent_one_after_bo
     worktrees = {w for g, w, _, _ in recording.runs if g in (0, 1)}
     assert len(worktrees) == 2 and all(".jervis-goals" in w for w in worktrees)  # each in its own worktree
     assert nodes.count("run_goal") == 2 and nodes.count("merge_wave") == 1 and "review_epic" in nodes
+    alpha = next(r.last_user for r in llm.requests if r.matched == "plan_steps" and "## Goal\nAdd alpha" in r.last_user)
+    assert "## Other goals (planned separately: not part of this goal's steps)\n- Add gamma\n- Add beta" in alpha
     for path, content in FILES.values():
         assert (workspace / path).read_text().strip() == content.strip()
     assert [s["goal_id"] for s in final["goal_summaries"]] == ["a", "c", "b"]
@@ -116,6 +118,7 @@ async def test_independent_goals_run_side_by_side_and_the_dependent_one_after_bo
     # no worktree or goal branch is left behind
     assert git(workspace, "worktree", "list").strip().count("\n") == 0
     assert "jervis/goals" not in git(workspace, "branch", "--list")
+    assert not workspace.with_name("waves.jervis-goals").exists()
     # one commit per goal, titled by the goal, in the order the goals were done
     log = git(workspace, "log", "--format=%s", "-n", "3").splitlines()
     assert [line.split(" ", 1)[1] for line in log] == ["Add beta", "Add gamma", "Add alpha"], log
@@ -123,14 +126,16 @@ async def test_independent_goals_run_side_by_side_and_the_dependent_one_after_bo
     assert git(workspace, "show", "--format=", "--name-only", "HEAD~2").split() == ["alpha.py"]
 
 
-CONFLICTING = [{"id": "a", "title": "Add alpha", "dependencies": []},
-               {"id": "c", "title": "Add gamma", "dependencies": []}]
-SHARED = {"Add alpha": ("shared.py", "VALUE = 'alpha'\n"), "Add gamma": ("shared.py", "VALUE = 'gamma'\n")}
+# Each goal names one file: it is one step, the goal itself, with no planning call.
+CONFLICTING = [{"id": "a", "title": "Add alpha to shared.py", "dependencies": [],
+                "description": "@@SLEEP 0.2\n" + file_block("shared.py", "VALUE = 'alpha'")},
+               {"id": "c", "title": "Add gamma to shared.py", "dependencies": [],
+                "description": "@@SLEEP 0.2\n" + file_block("shared.py", "VALUE = 'gamma'")}]
 
 
 async def test_a_goal_that_conflicts_in_its_wave_runs_again_alone_on_the_merged_result(
         graph: Any, wave_ctx: RunContext, recording: RecordingRunner, llm: Any, workspace: Path) -> None:
-    llm.script(*plan(CONFLICTING, SHARED, sleep=0.2))
+    llm.script(*plan(CONFLICTING, {}))
 
     final, nodes, _ = await run_epic(graph, wave_ctx, "Build alpha and gamma")
 
@@ -139,13 +144,15 @@ async def test_a_goal_that_conflicts_in_its_wave_runs_again_alone_on_the_merged_
     conflict = next(r for r in final["wave_goals"] if r["status"] == "conflict")
     assert "shared.py" in conflict["reason"] and "Add alpha" in conflict["reason"]
     assert final["goals"][1]["description"].endswith(
-        "Its change conflicted with goals merged before it (shared.py, also changed by: Add alpha); do it again "
-        "on top of the current code.")
+        "Its change conflicted with goals merged before it (shared.py, also changed by: Add alpha to shared.py); "
+        "do it again on top of the current code.")
+    assert "plan_steps" not in [r.matched for r in llm.requests]
     again = [w for g, w, _, _ in recording.runs if g == 1]
     assert len(again) == 2 and ".jervis-goals" in again[0] and again[1] == str(workspace)  # the re-run: alone
     assert (workspace / "shared.py").read_text().strip() == "VALUE = 'gamma'"  # on top of alpha's merged change
     assert [s["goal_id"] for s in final["goal_summaries"]] == ["a", "c"]
-    assert "Merged after a re-run (conflicts between goals of one wave): Add gamma." in final["final_result"]
+    assert "Merged after a re-run (conflicts between goals of one wave): Add gamma to shared.py." in final[
+        "final_result"]
     assert nodes.index("merge_wave") < nodes.index("plan_steps", nodes.index("merge_wave"))
 
 
