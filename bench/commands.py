@@ -33,11 +33,10 @@ os.environ["JERVIS_TEST_PREWARM"] = "0"  # a forked service would not run sitecu
 import httpx
 from pymongo import monitoring
 
-from app.dev.embedded_mongo import EmbeddedMongo
 from bench import command_log
 from bench.command_log import Command
+from bench.loopback import loopback
 from bench.orchestration import RawChain, ServiceRun, script_instant_advice, service_run
-from tests.fixtures.kb_server import FakeKbServer
 from tests.fixtures.kotlin_server import FakeKotlinServer
 from tests.fixtures.llm_server import ScriptedLlmServer
 from tests.fixtures.service import ROOT, ServiceProcess, service_env
@@ -107,11 +106,8 @@ def main() -> None:
     (site / "sitecustomize.py").write_text(command_log.SITECUSTOMIZE)
     service_file, raw_file = work / "service.tsv", work / "raw.tsv"
     monitoring.register(command_log.CommandLog(raw_file))  # this process: the raw chain's client only
-    with EmbeddedMongo(data_dir=work / "mongo", work_dir=work) as mongo:
-        llm, kotlin, kb = ScriptedLlmServer(), FakeKotlinServer(), FakeKbServer()
-        servers = (llm, kotlin, kb)
-        for server in servers:
-            server.start()
+    with loopback(work) as stack:
+        mongo, llm, kotlin, kb = stack.mongo, stack.llm, stack.kotlin, stack.kb
         script_instant_advice(llm)
         (work / "data").mkdir()
         env = service_env(mongo_url=mongo.url, llm_url=llm.url, kotlin_url=kotlin.url, kb_url=kb.url,
@@ -137,8 +133,6 @@ def main() -> None:
         finally:
             service.stop()
             raw.close()
-            for server in servers:
-                server.stop()
         service_commands, raw_commands = command_log.read(service_file), command_log.read(raw_file)
         if not service_commands:
             sys.exit(f"no command recorded by the service: is {site} on its PYTHONPATH? ({work / 'service.log'})")

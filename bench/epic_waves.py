@@ -66,7 +66,6 @@ from app.clients.knowledge_base import KnowledgeBaseClient
 from app.clients.kotlin import KotlinClient
 from app.clients.outbox import OutboxWriter
 from app.config import Settings
-from app.dev.embedded_mongo import EmbeddedMongo
 from app.graph.builder import build_graph
 from app.graph.context import RunContext
 from app.graph.llm_gate import ApprovingLlm
@@ -79,6 +78,7 @@ from app.persistence.outbox import OutboxStore
 from app.runs.lifecycle import DURABILITY
 from app.runs.segment import initial_state
 from app.schemas.kotlin import OrchestrateRequest
+from bench.loopback import loopback
 from tests.fixtures.kb_server import FakeKbServer
 from tests.fixtures.kotlin_server import FakeKotlinServer
 from tests.fixtures.llm_server import RecordedRequest, Reply, ScriptedLlmServer
@@ -401,16 +401,8 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="jervis-epic-waves-"))
     load = os.getloadavg()[0]
-    with EmbeddedMongo(data_dir=work / "mongo", work_dir=work) as mongo:
-        llm, kotlin, kb = ScriptedLlmServer(), FakeKotlinServer(), FakeKbServer()
-        servers = (llm, kotlin, kb)
-        for server in servers:
-            server.start()
-        try:
-            results, failed = asyncio.run(bench_runs(args, work, mongo.url, llm, kb, kotlin))
-        finally:
-            for server in servers:
-                server.stop()
+    with loopback(work) as stack:
+        results, failed = asyncio.run(bench_runs(args, work, stack.mongo.url, stack.llm, stack.kb, stack.kotlin))
     goals = 3 if args.dependent else 2
     waves = 2 if args.dependent else 1
     print(f"epic: {goals} goals ({'two independent, a third on both' if args.dependent else 'independent'}), "

@@ -47,13 +47,12 @@ from pymongo import MongoClient
 from pymongo.collection import Collection
 
 from app.config import Settings
-from app.dev.embedded_mongo import EmbeddedMongo
 from app.llm.provider import LitellmProvider
 from app.persistence.mongo import create_sync_client
 from app.persistence.runs import COLLECTION_NAME as RUNS
 from app.runs.lifecycle import DURABILITY
 from bench import graphs
-from tests.fixtures.kb_server import FakeKbServer
+from bench.loopback import loopback
 from tests.fixtures.kotlin_server import FakeKotlinServer
 from tests.fixtures.llm_server import Reply, ScriptedLlmServer
 from tests.fixtures.service import ServiceProcess, service_env
@@ -262,11 +261,8 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="jervis-bench-"))
     load = os.getloadavg()[0]
-    with EmbeddedMongo(data_dir=work / "mongo", work_dir=work) as mongo:
-        llm, kotlin, kb = ScriptedLlmServer(), FakeKotlinServer(), FakeKbServer()
-        servers = (llm, kotlin, kb)
-        for server in servers:
-            server.start()
+    with loopback(work) as stack:
+        mongo, llm, kotlin, kb = stack.mongo, stack.llm, stack.kotlin, stack.kb
         data_root = work / "data"
         data_root.mkdir()
         raw = RawChain(mongo.url)
@@ -284,8 +280,6 @@ def main() -> None:
             service.stop()
             raw.close()
             raw_llm.close()
-            for server in servers:
-                server.stop()
     raw_ms = statistics.median(figures["raw"])
     raw_llm_ms = statistics.median(figures["raw_llm"])
     per_node = statistics.median(figures["per_node"])

@@ -22,10 +22,9 @@ import httpx
 from pymongo import MongoClient
 from pymongo.collection import Collection
 
-from app.dev.embedded_mongo import EmbeddedMongo
-from tests.fixtures.kb_server import FakeKbServer
+from bench.loopback import loopback
 from tests.fixtures.kotlin_server import FakeKotlinServer
-from tests.fixtures.llm_server import Reply, ScriptedLlmServer
+from tests.fixtures.llm_server import Reply
 from tests.fixtures.service import ServiceProcess, service_env
 from tests.support import approval, code_task_script, kotlin_rules, make_git_repo, node_marker, orchestrate_body
 
@@ -43,10 +42,8 @@ def run_once(service: ServiceProcess, kotlin: FakeKotlinServer, workspace: str, 
 
 def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="jervis-usage-"))
-    with EmbeddedMongo(data_dir=work / "mongo", work_dir=work) as mongo:
-        llm, kotlin, kb = ScriptedLlmServer(), FakeKotlinServer(), FakeKbServer()
-        for server in (llm, kotlin, kb):
-            server.start()
+    with loopback(work) as stack:
+        mongo, llm, kotlin, kb = stack.mongo, stack.llm, stack.kotlin, stack.kb
         (work / "data").mkdir()
         env = service_env(mongo_url=mongo.url, llm_url=llm.url, kotlin_url=kotlin.url, kb_url=kb.url,
                           data_root=work / "data", anthropic_api_key="bench", anthropic_api_base=llm.url,
@@ -70,8 +67,6 @@ def main() -> None:
                 print(json.dumps(usage["by_node_tier"], indent=2))
         finally:
             service.stop()
-            for server in (llm, kotlin, kb):
-                server.stop()
 
 
 if __name__ == "__main__":
