@@ -51,8 +51,8 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
     common = {"replans": replans, "recovery": None, **reset_step_counters(),
               "progress_floor": progress.monotonic(0.0, state, "replan")}
     if replans_goals(state):
-        index = state.get("current_goal_index", 0)
-        finished = list(state.get("goals", [])[:index])
+        done = {s["goal_id"] for s in state.get("goal_summaries", [])}
+        finished = [g for g in state.get("goals", []) if g["id"] in done]  # goals of a wave end in any order
         summaries = "\n".join(f"- {s['title']}: {clip(s['summary'], 200)}" for s in state.get("goal_summaries", []))
         plan = await ctx.llm.complete_json(prompts.replan_goals(
             task=task["query"], finished=summaries or "-", failure=_why(decision),
@@ -65,7 +65,7 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
             taken.add(new_goal.id)
             fresh.append(new_goal.model_dump(mode="json"))
         return common | {"goals": finished + fresh, "steps": [], "current_step_index": 0,
-                         "replan_reason": clip(decision.failure, 200)}
+                         "current_goal_index": len(finished), "replan_reason": clip(decision.failure, 200)}
     goal = current_goal(state)
     done = state.get("steps", [])[: state.get("current_step_index", 0)]
     done_text = "\n".join(f"- {clip(s['instructions'], 200)}" for s in done) or "-"

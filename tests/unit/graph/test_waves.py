@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from app.agents.base import AgentJob, AgentResult, AgentRunner, LogSink, Prepare
 from app.graph.context import RunContext
+from app.graph.nodes.replan import replan
 from app.observability.metrics import Metrics
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver, RunIdentity, RunProgress
@@ -182,3 +184,20 @@ async def test_progress_names_the_goals_running_side_by_side_and_every_goals_sta
     assert late["goals"].startswith("1. Add alpha: done; 2. Add gamma: done; 3. Add beta: running (plan_steps")
     percents = [s["percent"] for s in starts]
     assert percents == sorted(percents) and 10 < max(s["percent"] for s in in_goals) < 90
+
+
+async def test_an_epic_replanned_after_its_wave_keeps_every_finished_goal(ctx: RunContext, llm: Any) -> None:
+    """a failed beside c, which finished: the replan at a keeps c (not only the goals before a)."""
+    llm.script(Reply(match=node_marker("replan"), content=json.dumps(
+        {"goals": [{"id": "c", "title": "Add alpha differently", "dependencies": []}]}), name="replan"))
+    state = {**start("Build alpha and gamma")[0], "task_category": "epic", "current_goal_index": 0,
+             "goals": [GOALS[0], GOALS[2]], "goal_summaries": [{"goal_id": "c", "title": "Add gamma", "summary": "ok",
+                                                              "changed_files": ["gamma.py"], "key_decisions": []}],
+             "recovery": {"action": "replanning", "failure": "alpha failed twice", "source": "llm"}}
+
+    update = await replan(state, Runtime(context=ctx))  # type: ignore[arg-type]
+
+    assert [g["id"] for g in update["goals"]] == ["c", "c-r1"]  # the new goal never takes a finished one's id
+    assert update["current_goal_index"] == 1
+    asked = next(r.last_user for r in llm.requests if r.matched == "replan")
+    assert "Add gamma: ok" in asked
