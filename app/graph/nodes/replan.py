@@ -51,8 +51,8 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
     common = {"replans": replans, "recovery": None, **reset_step_counters(),
               "progress_floor": progress.monotonic(0.0, state, "replan")}
     if replans_goals(state):
-        done = {s["goal_id"] for s in state.get("goal_summaries", [])}
-        finished = [g for g in state.get("goals", []) if g["id"] in done]  # goals of a wave end in any order
+        summarised = {s["goal_id"] for s in state.get("goal_summaries", [])}
+        finished = [g for g in state.get("goals", []) if g["id"] in summarised]  # goals of a wave end in any order
         summaries = "\n".join(f"- {s['title']}: {clip(s['summary'], 200)}" for s in state.get("goal_summaries", []))
         plan = await ctx.llm.complete_json(prompts.replan_goals(
             task=task["query"], finished=summaries or "-", failure=_why(decision),
