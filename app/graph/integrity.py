@@ -70,7 +70,8 @@ def problems(files: list[ChangedFile], instructions: str, named: list[str], t: T
         if file.before is None and _SENTENCE_NAME.search(name) and file.path not in named:
             found.append(t.check_sentence_file.format(path=file.path))
             continue
-        if file.before is None and unasked and looks_like_placeholder(file.path):
+        example_dir = "path/to/" in f"{file.path}/" and file.path not in named and file.path not in instructions
+        if file.before is None and (example_dir or (unasked and looks_like_placeholder(file.path))):
             found.append(t.check_placeholder_file.format(path=file.path))
             continue
         if not file.path.endswith(".py") or file.after is None:

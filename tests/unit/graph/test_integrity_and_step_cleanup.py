@@ -205,6 +205,14 @@ def test_a_created_format_example_nobody_asked_for_fails(path: str) -> None:
     assert judged(path)
 
 
+def test_a_file_asked_for_but_written_under_a_format_examples_folder_fails() -> None:
+    """The embedded model asked to create report.py wrote calc/path/to/report.py."""
+    misplaced = ChangedFile("calc/path/to/report.py", None, "x = 1\n")
+    [problem] = problems([misplaced], "Create report.py that imports stats", ["report.py"], EN)
+    assert problem.startswith("A file nobody asked for that looks like a format example was created: calc/path/to/")
+    assert problems([misplaced], "Create calc/path/to/report.py", [], EN) == []  # the exact path asked for
+
+
 def test_a_placeholder_like_name_the_request_asks_for_passes() -> None:
     asked = ChangedFile("example_file.py", None, "x = 1\n")
     assert problems([asked], "Create example_file.py with x = 1", [], EN) == []
