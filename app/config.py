@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -377,24 +375,3 @@ class Settings(BaseSettings):
     @property
     def kb_write_url(self) -> str:
         return self.knowledgebase_write_url or self.knowledgebase_url
-
-    def secret_values(self) -> list[str]:
-        """Everything that must never reach a log line: API keys, passwords in URLs and the
-        agent secrets (`AGENT_SECRET_KEYS`) when this process has them (local runner)."""
-        keys = [self.anthropic_api_key, self.openai_api_key, self.google_api_key, self.api_token]
-        values = [key.get_secret_value() for key in keys if key is not None]
-        values += [os.environ[name] for name in self.agent_secret_keys if os.environ.get(name)]
-        for url in (self.mongodb_url, self.kotlin_server_url, self.knowledgebase_url, self.knowledgebase_write_url,
-                    self.ollama_url, self.local_llm_api_base, self.anthropic_api_base, self.openai_api_base,
-                    self.gemini_api_base):
-            password = _url_password(url)
-            if password:
-                values.append(password)
-        return values
-
-
-def _url_password(url: str | None) -> str | None:
-    try:
-        return urlsplit(url).password if url else None
-    except ValueError:  # an unparsable URL has no password to hide
-        return None

@@ -18,6 +18,7 @@ from app.api.router import api_router
 from app.config import Settings
 from app.lifespan import lifespan
 from app.observability.logs import configure_logging
+from app.observability.redaction import secret_values
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -35,7 +36,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def served_app() -> FastAPI:
     """The process's app, from the environment, with logging configured (what uvicorn serves)."""
     settings = Settings()
-    configure_logging(level=settings.log_level, fmt=settings.log_format, secrets=settings.secret_values())
+    configure_logging(level=settings.log_level, fmt=settings.log_format, secrets=secret_values(settings))
     return create_app(settings)
 
 

@@ -2,16 +2,18 @@
 the context store, HTTP error details.
 
 Two kinds of secret are masked: the values the service was configured with
-(`Settings.secret_values()`), and credentials recognisable by their shape that it was never told
+(`secret_values(settings)`), and credentials recognisable by their shape that it was never told
 of (an agent's `GIT_TOKEN` echoed in its log, a provider error quoting a key). Every shape needs
 a digit in its secret part, so ordinary words after "Bearer" or "sk-" are left alone.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from app.config import Settings
 
@@ -37,6 +39,28 @@ TOKEN_PATTERNS = (
     re.compile(r"(PI(?<=API)[-_]?KEY" + _ASSIGNED),
     re.compile(r"(://[^/\s:@]+:)[^/\s@]+(?=@)"),
 )
+def secret_values(settings: Settings) -> list[str]:
+    """Everything that must never reach a log line: API keys, passwords in URLs and the agent
+    secrets (`AGENT_SECRET_KEYS`) when this process has them (local runner)."""
+    keys = [settings.anthropic_api_key, settings.openai_api_key, settings.google_api_key, settings.api_token]
+    values = [key.get_secret_value() for key in keys if key is not None]
+    values += [os.environ[name] for name in settings.agent_secret_keys if os.environ.get(name)]
+    for url in (settings.mongodb_url, settings.kotlin_server_url, settings.knowledgebase_url,
+                settings.knowledgebase_write_url, settings.ollama_url, settings.local_llm_api_base,
+                settings.anthropic_api_base, settings.openai_api_base, settings.gemini_api_base):
+        password = _url_password(url)
+        if password:
+            values.append(password)
+    return values
+
+
+def _url_password(url: str | None) -> str | None:
+    try:
+        return urlsplit(url).password if url else None
+    except ValueError:  # an unparsable URL has no password to hide
+        return None
+
+
 #: Shorter configured values would redact ordinary words.
 MIN_SECRET_LENGTH = 6
 
@@ -50,7 +74,7 @@ class Redactor:
 
     @classmethod
     def for_settings(cls, settings: Settings) -> Redactor:
-        return cls(settings.secret_values())
+        return cls(secret_values(settings))
 
     def __call__(self, text: str) -> str:
         for secret in self._secrets:

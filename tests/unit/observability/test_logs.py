@@ -12,6 +12,7 @@ import pytest
 
 from app.config import Settings
 from app.observability.logs import REDACTED, Redactor, build_handler, configure_logging, run_context
+from app.observability.redaction import secret_values
 
 
 @pytest.fixture
@@ -112,7 +113,7 @@ def test_settings_name_every_secret_they_hold(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("GIT_TOKEN", "git-token-from-env")
     settings = Settings(openai_api_key="sk-openai-key-1", mongodb_url="mongodb://u:mongo-pass@db:27017",
                         knowledgebase_url="http://kb:kb-pass@kb:8080", anthropic_api_key=None)
-    assert set(settings.secret_values()) == {"sk-openai-key-1", "mongo-pass", "kb-pass", "git-token-from-env"}
+    assert set(secret_values(settings)) == {"sk-openai-key-1", "mongo-pass", "kb-pass", "git-token-from-env"}
 
 
 def test_configure_logging_takes_over_library_handlers() -> None:
