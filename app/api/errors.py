@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from app.agents.workspace import WorkspaceError
 from app.chat.compression import CompressionError
 from app.correction.errors import CorrectionUpstreamError
-from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
+from app.runs.errors import RunAnsweredError, RunBusyError, RunConflictError, RunNotFoundError
 
 #: OpenAPI entry of routes whose answer depends on the LLM or the KB behind them (`_upstream`).
 UPSTREAM_RESPONSES: dict[int | str, dict[str, object]] = {
@@ -56,5 +56,8 @@ def register_error_handlers(app: FastAPI) -> None:
         return JSONResponse(status_code=502, content={"detail": request.app.state.services.redact(str(exc))})
 
     @app.exception_handler(RunConflictError)
-    async def _conflict(_: Request, exc: RunConflictError) -> JSONResponse:
+    async def _conflict(request: Request, exc: RunConflictError) -> JSONResponse:
+        if isinstance(exc, RunAnsweredError):
+            request.app.state.services.metrics.answers_refused.inc()
+            return JSONResponse(status_code=409, content={"detail": str(exc), "answered": exc.answer})
         return JSONResponse(status_code=409, content={"detail": str(exc)})

@@ -59,6 +59,9 @@ class Metrics:
         self.agent_duration = Histogram(
             "jervis_agent_job_duration_seconds", "Wall time of one agent step, by agent and mode.",
             ["agent", "mode"], buckets=_DURATION_BUCKETS, registry=r)
+        self.agent_stalls = Counter(
+            "jervis_agent_stalls", "Agent steps stopped by the progress watchdog (no output and no change in the "
+            "workspace for AGENT_STALL_SECONDS), by agent.", ["agent"], registry=r)
         self.push_failures = Counter(
             "jervis_kotlin_push_failures", "Pushes to the Kotlin server given up, by endpoint: expired in the outbox "
             "before Kotlin acknowledged them, or lost from memory while MongoDB refused writes.",
@@ -83,6 +86,13 @@ class Metrics:
             ["state"], registry=r)
         self.lock_lost = Counter(
             "jervis_lock_lost", "Runs stopped because this pod lost their lock slot.", registry=r)
+        self.runs_adopted = Counter(
+            "jervis_runs_adopted", "Runs of a dead or restarted pod this pod took over and continued.", registry=r)
+        self.runs_reannounced = Counter(
+            "jervis_runs_reannounced", "Ended runs whose status push a crash lost, pushed again by recovery.",
+            registry=r)
+        self.answers_refused = Counter(
+            "jervis_answers_refused", "Answers to a question that was already answered (409).", registry=r)
         self.mongodb_waits = Gauge(
             "jervis_mongodb_waits", "Runs (and run-record writes) of this pod waiting for an unreachable MongoDB "
             "to answer again; each continues from its last checkpoint when it does.", registry=r)
@@ -111,6 +121,9 @@ class Metrics:
     def agent_job(self, agent: str, mode: str, outcome: str, seconds: float) -> None:
         self.agent_jobs.labels(agent, mode, outcome).inc()
         self.agent_duration.labels(agent, mode).observe(seconds)
+
+    def agent_stalled(self, agent: str) -> None:
+        self.agent_stalls.labels(agent).inc()
 
     def push_failed(self, endpoint: str) -> None:
         self.push_failures.labels(endpoint).inc()

@@ -42,6 +42,9 @@ class RunRecord(BaseModel):
     """Full report of a failed run: what was finished, committed, skipped and left (`error` is its bounded form)."""
     interrupt_id: str | None = None
     """The LangGraph interrupt an `interrupted` run waits on: part of its status push's identity."""
+    answer: dict[str, Any] | None = None
+    """The last answer to a question that was taken: `interrupt_id`, `interrupt_action`, `approved`,
+    `answered_at` (epoch) and `pod_id` (which pod took it); a second answer is refused with it (409)."""
     announced: bool = True
     """False from the moment an outcome is recorded until recovery's sweep has seen its status push in the
     outbox (marked then) or, a crash having lost it, pushed it again (records without it were announced)."""

@@ -153,6 +153,7 @@ class RunEnding:
         log.warning("announcing the %s outcome of %s, lost by a crash before its status push", record.status,
                     record.thread_id)
         await self._kotlin.push_status(_status_push(record, record), segment=record.interrupt_id or "")
+        self._metrics.runs_reannounced.inc()
         try:
             await self._runs.mark_announced([record.thread_id])
         except Exception:  # the next sweep finds the push in the outbox and marks it then

@@ -11,3 +11,12 @@ class RunNotFoundError(LookupError):
 
 class RunConflictError(RuntimeError):
     """The thread exists but is not in a state that allows the action."""
+
+
+class RunAnsweredError(RunConflictError):
+    """An answer to a question that was already answered (or is being answered right now): 409
+    with the answer that won, so a retrying client knows not to try again (not 429, "busy")."""
+
+    def __init__(self, message: str, answer: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.answer = answer or {}

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.pregel import Pregel
@@ -39,7 +40,7 @@ from app.persistence.runs import RunRecord, RunStore
 from app.runs.active import ActiveRun, Problem, cancelled, cloud_rejected
 from app.runs.admission import Admission, Slot
 from app.runs.ending import RunEnding
-from app.runs.errors import RunConflictError, RunNotFoundError
+from app.runs.errors import RunAnsweredError, RunBusyError, RunConflictError, RunNotFoundError
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome
 from app.runs.segment import default_limits, initial_state, segment_scope
@@ -59,6 +60,18 @@ def resume_command(pending: Sequence[Interrupt], answer: dict[str, Any]) -> Comm
     if len(pending) > 1:
         return Command(resume={pending[0].id: answer})
     return Command(resume=answer)
+
+def _answered(thread_id: str, record: RunRecord | None) -> RunAnsweredError:
+    """The refusal of a second answer, with the one that was taken (when it is on record yet)."""
+    answer = dict(record.answer) if record is not None and record.answer else {}
+    if not answer:
+        return RunAnsweredError(f"{thread_id}: the question is being answered right now")
+    at = datetime.fromtimestamp(float(answer.get("answered_at") or 0), UTC).isoformat(timespec="seconds")
+    verdict = "approved" if answer.get("approved") else "declined"
+    answer["answered_at"] = at
+    return RunAnsweredError(f"{thread_id}: this question was already answered ({verdict} at {at}, on pod "
+                            f"{answer.get('pod_id')})", answer)
+
 
 class RunManager:
     def __init__(
@@ -88,6 +101,8 @@ class RunManager:
         self._redact = redact
         self._outage = outage
         self._active: dict[str, ActiveRun] = {}
+        self._answering: set[str] = set()
+        """Threads an answer is being taken for on this pod right now (a second one is refused)."""
         self._ending = RunEnding(settings=settings, graph=graph, driver=driver, runs=runs, kotlin=kotlin,
                                  metrics=metrics, pod_id=admission.pod_id, forget=self._forget, redact=redact,
                                  outage=outage)
@@ -121,35 +136,62 @@ class RunManager:
                            status="running", pod_id=self._admission.pod_id, fence=slot.token,
                            language=run_language(state, self._settings), created_at=time.time(),
                            updated_at=time.time())
-        self._spawn(run, slot, state, record=record)
+        try:  # durable before the 200: a pod that dies right after it leaves a run recovery ends or continues
+            await self._runs.create(record)
+        except BaseException:
+            await slot.release()
+            raise
+        self._spawn(run, slot, state)
         return run
 
     async def resume(self, thread_id: str, approval: ApprovalResponse) -> ActiveRun | None:
-        """Continue a waiting run with the user's answer; None when the answer ended the run."""
+        """Continue a waiting run with the user's answer; None when the answer ended the run.
+        One answer per question: a second one (a retry, a double click, another client) gets
+        `RunAnsweredError` (409) with the answer that was taken, never 429."""
+        if thread_id in self._answering or thread_id in self._active:  # being answered, or running, here
+            raise _answered(thread_id, await self._runs.get(thread_id))
+        self._answering.add(thread_id)
+        try:
+            return await self._resume(thread_id, approval)
+        finally:
+            self._answering.discard(thread_id)
+
+    async def _resume(self, thread_id: str, approval: ApprovalResponse) -> ActiveRun | None:
         snapshot = await self._graph.aget_state(self._driver.config(thread_id))
         if not snapshot.values:
             raise RunNotFoundError(f"No orchestration {thread_id}")
+        record = await self._runs.get(thread_id)
+        if record is not None and record.status != "interrupted" and record.answer:
+            raise _answered(thread_id, record)
         if not snapshot.interrupts:
             raise RunConflictError(f"{thread_id} is not waiting for approval")
         resume_value = {"approved": approval.approved, "reason": approval.reason,
                         "modification": approval.modification}
         action = (snapshot.interrupts[0].value or {}).get("action") if snapshot.interrupts else None
+        answer = {"interrupt_id": snapshot.interrupts[0].id, "interrupt_action": action,
+                  "approved": is_approved(resume_value), "answered_at": time.time(), "pod_id": self._admission.pod_id}
         if action == "cloud_model" and not is_approved(resume_value):
-            await self._end_waiting(thread_id, cloud_rejected, known=snapshot.values)
+            await self._end_waiting(thread_id, cloud_rejected, known=snapshot.values, answer=answer)
             return None
-        slot = await self._admission.admit(thread_id)
+        try:
+            slot = await self._admission.admit(thread_id)
+        except RunBusyError:
+            if await self._admission.holder(thread_id):  # another pod took an answer to it just now
+                raise _answered(thread_id, await self._runs.get(thread_id)) from None
+            raise
         # The run record is the arbiter: only one resume (on any pod) gets past this.
         fields: dict[str, Any] = {"cloud_approved": True} if action == "cloud_model" else {}
         try:
             claimed = await self._runs.transition(thread_id, from_status="interrupted", status="running",
                                                   pod_id=self._admission.pod_id, fence=slot.token,
-                                                  interrupt_action=None, interrupt_description=None, **fields)
+                                                  interrupt_action=None, interrupt_description=None, answer=answer,
+                                                  **fields)
         except BaseException:
             await slot.release()
             raise
         if not claimed:
             await slot.release()
-            raise RunConflictError(f"{thread_id} is not waiting for approval (resumed, cancelled or ended)")
+            raise _answered(thread_id, await self._runs.get(thread_id))
         task = snapshot.values.get("task") or {}
         run = ActiveRun(RunIdentity(thread_id, task.get("id") or task_id_of(thread_id) or thread_id,
                                     task.get("client_id") or ""))
@@ -166,7 +208,8 @@ class RunManager:
             return
         await self._end_waiting(thread_id, cancelled)
 
-    async def _end_waiting(self, thread_id: str, problem: Problem, known: dict[str, Any] | None = None) -> None:
+    async def _end_waiting(self, thread_id: str, problem: Problem, known: dict[str, Any] | None = None,
+                           answer: dict[str, Any] | None = None) -> None:
         """A run waiting for the user ends without running: record it and tell Kotlin what was
         done before it ended."""
         record = await self._runs.get(thread_id)
@@ -175,8 +218,9 @@ class RunManager:
             raise RunNotFoundError(f"No active task for {thread_id}")
         error = self._redact(await self._ending.failure_text(thread_id, problem, known,
                                                              fallback_language=record.language))
+        taken = {"answer": answer} if answer else {}
         if not await self._runs.transition(thread_id, from_status="interrupted", status="error", error=error,
-                                           interrupt_id=None, announced=False):
+                                           interrupt_id=None, announced=False, **taken):
             raise RunNotFoundError(f"No active task for {thread_id}")
         self._metrics.orchestration_ended("cancelled" if by_user else "error")
         await self._kotlin.push_status(StatusPush(task_id=record.task_id, client_id=record.client_id,
@@ -234,6 +278,7 @@ class RunManager:
             await self._ending.close(run, slot, RunOutcome(status="error", error=texts(language).run_restarted),
                               self._events.log(thread_id))
             return False
+        self._metrics.runs_adopted.inc()
         self._spawn(run, slot, None, known=snapshot.values)
         return True
 

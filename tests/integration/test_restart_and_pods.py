@@ -330,3 +330,57 @@ def metric(client: httpx.Client, name: str) -> float | None:
         if line.startswith(f"{name} "):
             return float(line.split()[1])
     return None
+
+
+def test_a_yes_and_a_no_sent_at_once_to_one_gate_get_one_answer_and_a_409(service_factory, llm, kotlin,
+                                                                           data_root: Path) -> None:
+    """One slot in the cluster (the default): the losing answer used to meet the winner's slot and
+    get 429 ("busy, try again"); it is 409 with the answer that was taken, and so is a retry."""
+    rel = f"clients/c1/{new_task_id()}"
+    make_git_repo(data_root / rel)
+    llm.script(*code_task_script(), Reply(match=node_marker("interpret_approval"), content=json.dumps(
+        {"approved": False, "modification": None, "reason": None})))
+    pod = service_factory().start()
+    with pod.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=orchestrate_body(workspace_path=rel)).json()["thread_id"]
+        kotlin.wait_for_status(thread_id=thread_id, status="interrupted")
+
+        def answer(approved: bool) -> httpx.Response:
+            with pod.client() as own:
+                return own.post(f"/approve/{thread_id}", json=approval(approved, "ano" if approved else "ne"))
+
+        with ThreadPoolExecutor(2) as pool:
+            responses = list(pool.map(answer, (True, False)))
+        assert sorted(r.status_code for r in responses) == [200, 409], [r.text for r in responses]
+        refused = next(r for r in responses if r.status_code == 409).json()
+        assert "already answered" in refused["detail"] or "being answered" in refused["detail"]
+        wait_until(lambda: status_of(client, thread_id) in ("done", "error"), timeout=30, what="the run to end")
+        again = client.post(f"/approve/{thread_id}", json=approval(True, "ano"))
+        assert again.status_code == 409
+        taken = again.json()["answered"]
+        assert taken["interrupt_action"] == "commit" and taken["pod_id"] and taken["answered_at"].endswith("+00:00")
+        metrics = client.get("/metrics").text
+    ended = [s for s in kotlin.statuses if s["threadId"] == thread_id and s["status"] in ("done", "error")]
+    assert len(ended) == 1  # one outcome
+    assert "jervis_answers_refused_total 2.0" in metrics
+
+
+def test_a_run_accepted_just_before_a_kill_ends_with_a_status_after_the_restart(service_factory, llm, kotlin,
+                                                                                 data_root: Path) -> None:
+    """kill -9 right after the dispatch's 200: the run record is written before the 200, so the
+    restarted pod finds the run and continues it from what was checkpointed (or, with nothing
+    checkpointed, ends it saying why): Kotlin hears of it once, and /status knows it."""
+    rel = f"clients/c1/{new_task_id()}"
+    make_git_repo(data_root / rel)
+    llm.script(*code_task_script())
+    pod = service_factory(pod_id="orchestrator-0").start()
+    with pod.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=orchestrate_body(workspace_path=rel)).json()["thread_id"]
+    pod.kill()
+
+    restarted = service_factory(env=pod.env).start()
+    ended = kotlin.wait_for_status(thread_id=thread_id, timeout=30)
+    with restarted.client() as client:
+        status = client.get(f"/status/{thread_id}").json()
+    assert ended["status"] in ("interrupted", "error") and status["status"] == ended["status"]
+    assert len([s for s in kotlin.statuses if s["threadId"] == thread_id]) == 1
