@@ -50,6 +50,12 @@ class Settings(BaseSettings):
     mongodb_socket_timeout_seconds: float = Field(default=60.0, gt=0)
     """A MongoDB operation whose reply takes longer fails (a network partition without a reset is noticed); no
     operation of the service comes near it."""
+    mongodb_write_concern: str = Field(default="majority", pattern=r"^(majority|[1-9][0-9]*)$")
+    """`w` of every MongoDB write, always journaled (overrides `w` in the URL): `majority` survives a replica set's
+    failover and works on a single node; a number of members works only on a replica set of at least that size."""
+    mongodb_read_concern: Literal["local", "majority", "linearizable"] = "majority"
+    """MongoDB reads see only writes a failover cannot roll back (`majority`), also the newest one after a failover
+    (`linearizable`: replica set only, a round trip to a majority per read), or any write (`local`)."""
     mongodb_outage_wait_seconds: float = Field(default=120.0, ge=0)
     """A run whose MongoDB operation fails because MongoDB is unreachable keeps its slot and waits this long
     (pinging with backoff up to 5 s apart), then continues from its last checkpoint; past it the run is suspended,
@@ -152,6 +158,8 @@ class Settings(BaseSettings):
         default_factory=lambda: {"aider": 600, "openhands": 1800, "claude": 1800, "junie": 1200}
     )
     """Seconds per agent step (`activeDeadlineSeconds` of its Job) (JSON)."""
+    agent_stall_seconds: float = Field(default=600.0, ge=0)
+    """An agent step with no output and no change in its workspace for this long is stopped as failed (0: off)."""
     agent_selection: dict[str, AgentName] = Field(default_factory=lambda: dict(DEFAULT_AGENT_SELECTION))
     """Step complexity → agent (JSON; every complexity required)."""
 
@@ -195,16 +203,17 @@ class Settings(BaseSettings):
     """How long a failing provider is skipped."""
     llm_health_cache_seconds: float = 60.0
     """How long `/health` reuses the LLM tiers' state."""
-    budget_max_tokens: int | None = None
-    """Token budget per orchestration (none = unlimited; a request may set its own)."""
-    budget_max_cost_usd: float | None = None
-    """Cost budget per orchestration in USD."""
-    budget_max_seconds: float | None = None
-    """LLM time budget per orchestration."""
+    budget_max_tokens: int | None = 500_000
+    """Model tokens per orchestration, agents' reported tokens included (a small task on the embedded model: ~1.5k;
+    a request may set its own; none = unlimited)."""
+    budget_max_cost_usd: float | None = 5.0
+    """Cost budget per orchestration in USD (only cloud calls cost)."""
+    budget_max_seconds: float | None = 7200.0
+    """Model time per orchestration (seconds spent in model calls)."""
     budget_warn_fraction: float = 0.8
     """Fraction of a budget at which the user is warned."""
-    budget_on_exceeded: Literal["stop", "ask"] = "stop"
-    """At 100 %: `stop` ends the run with an error; `ask` interrupts for approval to continue."""
+    budget_on_exceeded: Literal["stop", "ask"] = "ask"
+    """At 100 %: `ask` interrupts for approval to continue (twice the budget); `stop` ends the run with an error."""
 
     max_concurrent_orchestrations: int = Field(default=1, ge=1)
     """Orchestrations at once, per pod (semaphore) and across pods (MongoDB lock); more get HTTP 429."""

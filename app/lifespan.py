@@ -39,7 +39,7 @@ from app.persistence import runs as runs_module
 from app.persistence.context_store import ContextStore
 from app.persistence.indexes import KOTLIN_INDEXES, ensure_indexes
 from app.persistence.lock import OrchestrationLock
-from app.persistence.mongo import MongoTimeouts, create_client, create_sync_client, ping
+from app.persistence.mongo import MongoConcerns, MongoTimeouts, create_client, create_sync_client, ping
 from app.persistence.outage import MongoOutage
 from app.persistence.outbox import OutboxStore
 from app.persistence.redacting_serde import RedactingSerializer
@@ -79,7 +79,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         redact = Redactor.for_settings(settings)
         timeouts = MongoTimeouts(connect_seconds=settings.mongodb_timeout_seconds,
                                  socket_seconds=settings.mongodb_socket_timeout_seconds)
-        mongo = create_client(settings.mongodb_url, timeouts=timeouts)
+        concerns = MongoConcerns.from_settings(settings)  # inherited by every collection and the checkpointer
+        mongo = create_client(settings.mongodb_url, timeouts=timeouts, concerns=concerns)
         stack.push_async_callback(mongo.close)
         db = mongo[settings.mongodb_database]
         lock = OrchestrationLock(
@@ -100,7 +101,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         outage = MongoOutage(lambda: ping(mongo), wait_seconds=settings.mongodb_outage_wait_seconds)
         metrics.mongodb_waits.set_function(lambda: outage.waiting)
 
-        sync_mongo = create_sync_client(settings.mongodb_url, timeouts=timeouts)
+        sync_mongo = create_sync_client(settings.mongodb_url, timeouts=timeouts, concerns=concerns)
         stack.callback(sync_mongo.close)
         checkpointer = MongoDBSaver(sync_mongo, db_name=settings.checkpoint_database,
                                     serde=RedactingSerializer(redact))
@@ -137,9 +138,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                           max_bytes=settings.stream_hub_bytes, event_bytes=settings.stream_event_bytes, redact=redact)
         driver = RunDriver(graph, context, kotlin, metrics, outage)
         admission = Admission(lock, slots=settings.max_concurrent_orchestrations)
+        llm_health = ProviderHealth(llm, http, cache_seconds=settings.llm_health_cache_seconds)
         manager = RunManager(settings=settings, graph=graph, driver=driver, admission=admission, runs=run_store,
                              kotlin=kotlin, events=events, workspaces=workspaces, metrics=metrics,
-                             redact=redact, outage=outage)
+                             redact=redact, outage=outage, llm_health=llm_health)
         metrics.active_runs.set_function(lambda: manager.active_count)
         metrics.outbox_unwritten.set_function(lambda: outbox.pending)
 
@@ -160,7 +162,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                                    interval_seconds=settings.recovery_interval_seconds)
         await recovery.start()
         stack.push_async_callback(recovery.stop)  # stopped before the manager shuts down
-        llm_health = ProviderHealth(llm, http, cache_seconds=settings.llm_health_cache_seconds)
         health = HealthChecker(settings=settings, mongo=mongo, http=http, kb=kb, runs=manager, llm=llm_health)
         correction = CorrectionService(
             llm=llm, store=RuleStore(kb), progress_sink=kotlin,

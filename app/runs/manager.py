@@ -17,12 +17,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.pregel import Pregel
-from langgraph.types import Command, Interrupt
 
 from app.agents.control import use_control
 from app.agents.workspace import WorkspaceError, WorkspaceManager
@@ -31,16 +29,19 @@ from app.config import Settings
 from app.graph.approval import is_approved
 from app.graph.nodes._common import run_language
 from app.llm.budget import BudgetExceededError
+from app.llm.health import ProviderHealth
 from app.llm.provider import LlmError
 from app.llm.scope import use_scope
+from app.llm.tiers import Tier
 from app.observability.logs import run_context
 from app.observability.metrics import Metrics
 from app.persistence.outage import MongoOutage, MongoUnavailableError
 from app.persistence.runs import RunRecord, RunStore
 from app.runs.active import ActiveRun, Problem, cancelled, cloud_rejected
 from app.runs.admission import Admission, Slot
+from app.runs.answers import answered, resume_command
 from app.runs.ending import RunEnding
-from app.runs.errors import RunAnsweredError, RunBusyError, RunConflictError, RunNotFoundError
+from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome
 from app.runs.segment import default_limits, initial_state, segment_scope
@@ -51,26 +52,6 @@ from app.schemas.thread_ids import new_thread_id, task_id_of
 from app.texts import texts
 
 log = logging.getLogger(__name__)
-
-
-def resume_command(pending: Sequence[Interrupt], answer: dict[str, Any]) -> Command[Any]:
-    """The answer to the question asked (the first pending interrupt). Goals of a wave may ask at
-    the same time (a budget or cloud approval in each): the answer then goes to that interrupt by
-    id, and the others are asked next, one at a time."""
-    if len(pending) > 1:
-        return Command(resume={pending[0].id: answer})
-    return Command(resume=answer)
-
-def _answered(thread_id: str, record: RunRecord | None) -> RunAnsweredError:
-    """The refusal of a second answer, with the one that was taken (when it is on record yet)."""
-    answer = dict(record.answer) if record is not None and record.answer else {}
-    if not answer:
-        return RunAnsweredError(f"{thread_id}: the question is being answered right now")
-    at = datetime.fromtimestamp(float(answer.get("answered_at") or 0), UTC).isoformat(timespec="seconds")
-    verdict = "approved" if answer.get("approved") else "declined"
-    answer["answered_at"] = at
-    return RunAnsweredError(f"{thread_id}: this question was already answered ({verdict} at {at}, on pod "
-                            f"{answer.get('pod_id')})", answer)
 
 
 class RunManager:
@@ -88,6 +69,7 @@ class RunManager:
         metrics: Metrics,
         redact: Callable[[str], str] = str,
         outage: MongoOutage | None = None,
+        llm_health: ProviderHealth | None = None,
     ) -> None:
         self._settings = settings
         self._graph = graph
@@ -100,6 +82,7 @@ class RunManager:
         self._metrics = metrics
         self._redact = redact
         self._outage = outage
+        self._llm_health = llm_health
         self._active: dict[str, ActiveRun] = {}
         self._answering: set[str] = set()
         """Threads an answer is being taken for on this pod right now (a second one is refused)."""
@@ -138,18 +121,41 @@ class RunManager:
                            updated_at=time.time())
         try:  # durable before the 200: a pod that dies right after it leaves a run recovery ends or continues
             await self._runs.create(record)
+            offline = await self._model_offline(request, run_language(state, self._settings))
         except BaseException:
             await slot.release()
             raise
+        if offline:  # said at once, instead of at the run's first model call
+            self._active[thread_id] = run
+            self._events.log(thread_id).open()
+            run.task = asyncio.create_task(self._refuse(run, slot, offline), name=f"run:{thread_id}")
+            return run
         self._spawn(run, slot, state)
         return run
+
+    async def _refuse(self, run: ActiveRun, slot: Slot, error: str) -> RunOutcome:
+        """End an accepted run that cannot start, with the status that says why."""
+        outcome = RunOutcome(status="error", error=error)
+        await self._ending.close(run, slot, outcome, self._events.log(run.identity.thread_id))
+        return outcome
+
+    async def _model_offline(self, request: OrchestrateRequest, language: str) -> str | None:
+        """Why no run can start now: the local model is OFFLINE (unreachable) and the request's rules
+        allow no cloud model; None otherwise (a failing but reachable model is the run's to meet)."""
+        rules = request.rules
+        if self._llm_health is None or rules.auto_use_anthropic or rules.auto_use_openai or rules.auto_use_gemini:
+            return None
+        local = (await self._llm_health.report()).get(Tier.LOCAL_FAST.value) or {}
+        if local.get("mode") != "OFFLINE":
+            return None
+        return texts(language).local_model_offline.format(model=local.get("model"), detail=local.get("detail"))
 
     async def resume(self, thread_id: str, approval: ApprovalResponse) -> ActiveRun | None:
         """Continue a waiting run with the user's answer; None when the answer ended the run.
         One answer per question: a second one (a retry, a double click, another client) gets
         `RunAnsweredError` (409) with the answer that was taken, never 429."""
         if thread_id in self._answering or thread_id in self._active:  # being answered, or running, here
-            raise _answered(thread_id, await self._runs.get(thread_id))
+            raise answered(thread_id, await self._runs.get(thread_id))
         self._answering.add(thread_id)
         try:
             return await self._resume(thread_id, approval)
@@ -162,7 +168,7 @@ class RunManager:
             raise RunNotFoundError(f"No orchestration {thread_id}")
         record = await self._runs.get(thread_id)
         if record is not None and record.status != "interrupted" and record.answer:
-            raise _answered(thread_id, record)
+            raise answered(thread_id, record)
         if not snapshot.interrupts:
             raise RunConflictError(f"{thread_id} is not waiting for approval")
         resume_value = {"approved": approval.approved, "reason": approval.reason,
@@ -177,7 +183,7 @@ class RunManager:
             slot = await self._admission.admit(thread_id)
         except RunBusyError:
             if await self._admission.holder(thread_id):  # another pod took an answer to it just now
-                raise _answered(thread_id, await self._runs.get(thread_id)) from None
+                raise answered(thread_id, await self._runs.get(thread_id)) from None
             raise
         # The run record is the arbiter: only one resume (on any pod) gets past this.
         fields: dict[str, Any] = {"cloud_approved": True} if action == "cloud_model" else {}
@@ -191,7 +197,7 @@ class RunManager:
             raise
         if not claimed:
             await slot.release()
-            raise _answered(thread_id, await self._runs.get(thread_id))
+            raise answered(thread_id, await self._runs.get(thread_id))
         task = snapshot.values.get("task") or {}
         run = ActiveRun(RunIdentity(thread_id, task.get("id") or task_id_of(thread_id) or thread_id,
                                     task.get("client_id") or ""))

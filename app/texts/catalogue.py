@@ -87,6 +87,7 @@ class Texts:
     report_wave_conflicts: str
     goal_state_done: str
     agent_changed_nothing: str
+    local_model_offline: str
     goal_state_running: str
     goal_state_step: str
     goal_state_waiting: str

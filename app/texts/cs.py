@@ -83,6 +83,8 @@ CS = Texts(
     report_wave_conflicts="Sloučeno po novém běhu (konflikty mezi cíli jedné vlny): {goals}.",
     goal_state_done="hotovo",
     agent_changed_nothing="Agent ohlásil úspěch, ale nezměnil žádný soubor: {summary}",
+    local_model_offline="Úloha nebyla spuštěna: lokální model {model} je nedostupný ({detail}). Spusťte "
+                        "server modelu, nebo povolte v pravidlech projektu cloudový model, a pošlete úlohu znovu.",
     goal_state_running="běží ({node}{step})",
     goal_state_step=", krok {step}/{steps}",
     goal_state_waiting="čeká",

@@ -85,6 +85,8 @@ EN = Texts(
     report_wave_conflicts="Merged after a re-run (conflicts between goals of one wave): {goals}.",
     goal_state_done="done",
     agent_changed_nothing="The agent reported success but changed no file: {summary}",
+    local_model_offline="The task was not started: the local model {model} is offline ({detail}). Start the "
+                        "model server, or allow a cloud model in the project rules, and send the task again.",
     goal_state_running="running ({node}{step})",
     goal_state_step=", step {step}/{steps}",
     goal_state_waiting="waiting",

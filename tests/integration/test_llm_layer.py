@@ -10,7 +10,15 @@ import httpx
 import pytest
 
 from tests.fixtures.llm_server import Reply
-from tests.support import advice_script, approval, classification, kotlin_rules, node_marker, orchestrate_body
+from tests.support import (
+    advice_script,
+    approval,
+    classification,
+    free_port,
+    kotlin_rules,
+    node_marker,
+    orchestrate_body,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -145,3 +153,21 @@ def test_budget_can_ask_to_continue_instead_of_stopping(service_factory, llm, ko
         assert asked["interruptAction"] == "budget" and "Rozpočet orchestrace vyčerpán" in asked["interruptDescription"]
         client.post(f"/approve/{thread_id}", json=approval(True, "ano, pokračuj"))
         assert kotlin.wait_for_status(thread_id=thread_id, status="done")["summary"] == "Pokračováno"
+
+
+def test_a_task_sent_while_the_local_model_is_offline_ends_at_once_saying_so(service_factory, llm, kotlin) -> None:
+    """No model server answers and the rules allow no cloud: the run is accepted (Kotlin's flow
+    waits for a status) and ends at once with an error that says what to do, instead of failing
+    at its first model call; with a cloud allowed, it starts."""
+    offline = service_factory(ollama_url=f"http://127.0.0.1:{free_port()}", response_language="en").start()
+    with offline.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=orchestrate_body()).json()["thread_id"]
+        error = kotlin.wait_for_status(thread_id=thread_id, status="error", timeout=15)
+        assert error["error"].startswith("The task was not started: the local model ")
+        assert "is offline (unreachable: ConnectError)" in error["error"]
+        assert client.get(f"/status/{thread_id}").json()["status"] == "error"
+        allowed = client.post("/orchestrate/stream", json=orchestrate_body(rules=kotlin_rules(auto_use_anthropic=True)))
+        assert allowed.status_code == 200
+        started = allowed.json()["thread_id"]
+        kotlin.wait_for_progress(node="intake", task_id=started.split("-")[1], timeout=15)
+    assert len([s for s in kotlin.statuses if s["threadId"] == thread_id]) == 1
