@@ -102,6 +102,8 @@ class AgentRun:
     start_error: str | None = None
     signalled: str | None = None
     timed_out: bool = False
+    tokens: tuple[int, int] | None = None
+    """Tokens the agent reported using (sent, received), summed over its output; None if it said none."""
 
 
 @dataclass
@@ -477,21 +479,25 @@ def run_agent(argv: list[str], workspace: Path, env: Mapping[str, str]) -> Agent
         except OSError as exc:
             return AgentRun(exit_code=None, tail=[], start_error=f"{type(exc).__name__}: {exc}")
         forwarder.process = process
-        tail, result_json = pump(process)
+        tail, result_json, tokens = pump(process)
         exit_code = process.wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return AgentRun(exit_code=exit_code, tail=tail, result_json=result_json, signalled=forwarder.received)
+    return AgentRun(exit_code=exit_code, tail=tail, result_json=result_json, signalled=forwarder.received,
+                    tokens=tokens)
 
 
 def pump(process: subprocess.Popen[str], tail_lines: int = TAIL_LINES,
-         ) -> tuple[list[str], dict[str, Any] | None]:
-    """Echo each output line, keep the last `tail_lines`, and remember the last JSON `result` line
-    (Claude Code's final report is one such line)."""
+         ) -> tuple[list[str], dict[str, Any] | None, tuple[int, int] | None]:
+    """Echo each output line, keep the last `tail_lines`, remember the last JSON `result` line
+    (Claude Code's final report is one such line) and add up the tokens the agent reports
+    (Aider prints "Tokens: 2.6k sent, 271 received." after every model call)."""
     assert process.stdout is not None
     tail: deque[str] = deque(maxlen=tail_lines)
     result_json: dict[str, Any] | None = None
+    sent = received = 0
+    seen = False
     for raw in process.stdout:
         line = raw.rstrip("\r\n")
         print(line, flush=True)
@@ -499,7 +505,25 @@ def pump(process: subprocess.Popen[str], tail_lines: int = TAIL_LINES,
         parsed = json_result_line(line)
         if parsed is not None:
             result_json = parsed
-    return list(tail), result_json
+        if (used := reported_tokens(line)) is not None:
+            sent, received, seen = sent + used[0], received + used[1], True
+    return list(tail), result_json, (sent, received) if seen else None
+
+
+AIDER_TOKENS = re.compile(r"^\s*Tokens:\s*([\d.,]+)\s*(k?)\s+sent,\s*([\d.,]+)\s*(k?)\s+received", re.IGNORECASE)
+
+
+def reported_tokens(line: str) -> tuple[int, int] | None:
+    """(sent, received) from an agent's token line ("Tokens: 2.6k sent, 1,271 received."), else None."""
+    match = AIDER_TOKENS.match(line)
+    if match is None:
+        return None
+
+    def count(number: str, thousands: str) -> int:
+        value = float(number.replace(",", ""))
+        return round(value * 1000) if thousands else round(value)
+
+    return count(match.group(1), match.group(2)), count(match.group(3), match.group(4))
 
 
 def json_result_line(line: str) -> dict[str, Any] | None:
@@ -599,6 +623,7 @@ def run_agent_mode(config: Config, step: Step) -> dict[str, Any]:
         "costUsd": verdict.cost_usd,
         "logTail": "\n".join(run.tail),
         "agent": config.agent_type,
+        **({"tokens": {"sent": run.tokens[0], "received": run.tokens[1]}} if run.tokens else {}),
     }
 
 

@@ -49,6 +49,8 @@ class AgentResult(BaseModel):
     changed_files: list[str] = Field(default_factory=list)
     exit_code: int | None = None
     cost_usd: float | None = None
+    tokens: dict[str, int] | None = None
+    """`{"sent", "received"}` the agent reported using; counted in the run's budget (execute_step)."""
     commit_sha: str | None = None
     log_tail: str = ""
     test_outcome: str | None = None

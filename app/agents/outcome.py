@@ -30,7 +30,7 @@ def judge(workspaces: WorkspaceManager, job: AgentJob, *, exit_code: int | None,
     return AgentResult(
         success=success and not unchanged, summary=summary, unchanged=unchanged, changed_files=result.changed_files,
         exit_code=exit_code,
-        cost_usd=result.cost_usd, commit_sha=result.commit_sha,
+        cost_usd=result.cost_usd, tokens=result.tokens, commit_sha=result.commit_sha,
         # The entrypoint's tail of a test run is the command's own output, without our log lines.
         log_tail=(result.log_tail or log_tail) if job.mode == "test" else (log_tail or result.log_tail),
         test_outcome=result.test_outcome,

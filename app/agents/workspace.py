@@ -58,6 +58,8 @@ class ResultFile(BaseModel):
     changed_files: list[str] = Field(default_factory=list, alias="changedFiles")
     exit_code: int | None = Field(default=None, alias="exitCode")
     cost_usd: float | None = Field(default=None, alias="costUsd")
+    tokens: dict[str, int] | None = None
+    """`{"sent", "received"}`: the tokens the agent reported using (Aider prints them), if any."""
     commit_sha: str | None = Field(default=None, alias="commitSha")
     log_tail: str = Field(default="", alias="logTail")
     test_outcome: str | None = Field(default=None, alias="testOutcome")

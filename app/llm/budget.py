@@ -181,5 +181,7 @@ def describe_nodes(snapshot: dict[str, Any] | None) -> str:
             calls = int(figures["llm_calls"])
             text += (f" ({calls} call{'s' if calls != 1 else ''}, {int(figures['llm_tokens'])} tokens, "
                      f"{figures['llm_seconds']:.1f} s)")
+        elif figures["llm_tokens"]:  # an agent's own model use, as it reported it
+            text += f" ({int(figures['llm_tokens'])} tokens)"
         parts.append(text)
     return "; ".join(parts)

@@ -796,3 +796,17 @@ def test_test_mode_needs_no_allow_git_and_ignores_the_agent_settings(repo: Path)
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads((repo / ".jervis" / "result.json").read_text())
     assert (result["testOutcome"], result["agent"]) == ("passed", "test")
+
+
+def test_the_tokens_the_agent_prints_are_added_up_in_the_result(repo: Path) -> None:
+    hand_over(repo, "@@SAY Tokens: 2.6k sent, 271 received.\n@@SAY Tokens: 1,204 sent, 29 received. Cost: $0.01\n"
+                    "@@SAY no Tokens: 5 sent, 5 received here\n" + file_block("a.py", "x = 1"))
+    done, result = run_entrypoint(repo)
+    assert done.returncode == 0, done.stderr
+    assert result["tokens"] == {"sent": 3804, "received": 300}
+
+
+def test_an_agent_that_prints_no_token_line_reports_no_tokens(repo: Path) -> None:
+    hand_over(repo, file_block("a.py", "x = 1"))
+    _, result = run_entrypoint(repo)
+    assert "tokens" not in result

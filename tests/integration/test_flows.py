@@ -391,3 +391,17 @@ def test_chat_history_reaches_the_prompts_as_each_node_needs_it(client, llm, kot
     respond = next(r.text for r in llm.requests if r.matched == "respond")
     assert "zpráva 7" in intake and "zpráva 3" in intake and "zpráva 2" not in intake  # the last five
     assert "Řešili jsme FastAPI." in respond and "zpráva 1" in respond  # summaries + every recent message
+
+
+def test_the_tokens_an_agent_reports_count_in_the_runs_usage(client, llm, kotlin, workspace) -> None:
+    """Aider prints "Tokens: 2.6k sent, 271 received." after each model call: the entrypoint adds
+    them up, and the run's budget and /status count them under execute_step."""
+    rel, _ = workspace
+    llm.script(*code_task_script(extra_instructions="@@SAY Tokens: 1.5k sent, 250 received.\n"
+                                                     "@@SAY Tokens: 300 sent, 50 received. Cost: $0.00 message."))
+    thread_id = start(client, orchestrate_body(workspace_path=rel))
+    kotlin.wait_for_status(thread_id=thread_id, status="interrupted")
+    status = client.get(f"/status/{thread_id}").json()
+    assert "execute_step " in status["time_by_node"] and " s (2100 tokens)" in status["time_by_node"]
+    model_tokens = sum(r.prompt_tokens + r.completion_tokens for r in llm.requests if hasattr(r, "prompt_tokens"))
+    assert int(status["llm_tokens"]) >= 2100 + model_tokens

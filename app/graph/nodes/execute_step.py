@@ -34,7 +34,9 @@ from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict, Rules, TaskDict
 from app.graph.tracker_ops import TrackerCall, carry_out
 from app.kb.prefetch import prefetch_kb_context
+from app.llm.budget import Usage
 from app.llm.provider import LlmError
+from app.llm.scope import current_scope
 from app.persistence.context_store import ContextStore
 from app.schemas.domain import CodingStep, Recovery, StepResult, StepType
 from app.texts import texts
@@ -245,6 +247,7 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     finally:
         if not should_detach():  # a suspended run's agent still reads and writes .jervis/
             ctx.workspaces.cleanup(workspace)
+    count_agent_tokens(agent, result)
     if base is None:  # re-attached to an agent an earlier process started: its base is on record
         base = await step_changes.recorded_base(ctx.snapshots, workspace, key)
     findings = "" if step.expects_changes else clip(
@@ -260,6 +263,14 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
                       agent_type=agent, step_type=StepType.CODE, changed_files=result.changed_files,
                       attempt=attempt, revision=step.revision, findings=findings, title=clip(step.instructions, 120),
                       base_tree=base)
+
+
+def count_agent_tokens(agent: str, result: AgentResult) -> None:
+    """The tokens the agent reported (Aider prints them) count in the run's budget, as `agent:<type>`."""
+    budget = current_scope().budget
+    if result.tokens and budget is not None:
+        budget.record("execute_step", f"agent:{agent}", Usage(prompt_tokens=result.tokens.get("sent", 0),
+                                                              completion_tokens=result.tokens.get("received", 0)))
 
 
 async def _respond(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> tuple[StepResult, str]:
