@@ -14,7 +14,7 @@ from app.observability.redaction import no_redaction
 
 def create_runner(settings: Settings, workspaces: WorkspaceManager, metrics: Metrics, *,
                   redact: Callable[[str], str] = no_redaction) -> AgentRunner:
-    return MeteredRunner(_create(settings, workspaces), metrics, redact=redact)
+    return MeteredRunner(_create(settings, workspaces, metrics), metrics, redact=redact)
 
 
 def describe_agents(settings: Settings) -> dict[str, str]:
@@ -29,14 +29,14 @@ def describe_agents(settings: Settings) -> dict[str, str]:
     return LocalAgents(settings).describe()
 
 
-def _create(settings: Settings, workspaces: WorkspaceManager) -> AgentRunner:
+def _create(settings: Settings, workspaces: WorkspaceManager, metrics: Metrics) -> AgentRunner:
     if settings.agent_runner == "kubernetes":
         from app.agents.k8s_client import KubernetesApi, load_api_client
         from app.agents.kubernetes import KubernetesJobRunner
 
         api = KubernetesApi(load_api_client(settings.kubeconfig), settings.k8s_namespace,
                             request_timeout=settings.k8s_request_timeout_seconds)
-        return KubernetesJobRunner(api, workspaces, settings)
+        return KubernetesJobRunner(api, workspaces, settings, metrics=metrics)
     from app.agents.local import LocalRunner
 
-    return LocalRunner(workspaces, settings)
+    return LocalRunner(workspaces, settings, metrics=metrics)

@@ -168,8 +168,10 @@ class KubernetesApi:
             log.debug("watch of Job %s failed: %s", name, exc)
             await asyncio.sleep(seconds)
 
-    def follow_logs(self, pod: str, on_line: Callable[[str], None], stop: LogStream) -> None:
-        """Blocking: stream the pod's log lines to `on_line` until the container ends or `stop`."""
+    def follow_logs(self, pod: str, on_line: Callable[[str], None], stop: LogStream, *,
+                    on_data: Callable[[], None] | None = None) -> None:
+        """Blocking: stream the pod's log lines to `on_line` until the container ends or `stop`;
+        `on_data` hears of every chunk, an unfinished line too (the progress watchdog's sign of output)."""
         # (connect, read): the client rejects None, and a follow may legitimately idle for long.
         # With _preload_content=False the client returns the urllib3 response, not the str it declares.
         response: Any = self._core.read_namespaced_pod_log(pod, self.namespace, container="agent", follow=True,
@@ -182,6 +184,8 @@ class KubernetesApi:
             for chunk in response.stream(4096):
                 if stop.stopped:
                     return
+                if on_data is not None and chunk:
+                    on_data()
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:

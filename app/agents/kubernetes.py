@@ -11,7 +11,9 @@ Every wait on the cluster has a deadline (settings `K8S_CAPACITY_WAIT_SECONDS`,
 `K8S_START_TIMEOUT_SECONDS`, `K8S_DELETE_TIMEOUT_SECONDS`, and the agent's own timeout) and ends
 in a `KubernetesWaitError` naming what it awaited and for how long: a wait before the Job exists
 fails the attempt with it; a Job that does not start or never finishes is deleted and its attempt
-judged failed with that message.
+judged failed with that message. The progress watchdog (`stall`) deletes the Job of an agent that
+neither logs nor changes the workspace (on the shared volume) for `AGENT_STALL_SECONDS` after its
+pod started, and fails the attempt with a "Stalled:" summary.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
 from app.agents.control import cancel_requested, should_detach
@@ -35,8 +37,10 @@ from app.agents.k8s_client import (
     pod_summary,
 )
 from app.agents.outcome import judge
+from app.agents.stall import StallWatch
 from app.agents.workspace import ResultFileError, WorkspaceManager
 from app.config import Settings
+from app.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +73,10 @@ class JobDeletionTimeoutError(KubernetesWaitError):
 
 
 class KubernetesJobRunner:
-    def __init__(self, api: KubernetesApi, workspaces: WorkspaceManager, settings: Settings) -> None:
+    def __init__(self, api: KubernetesApi, workspaces: WorkspaceManager, settings: Settings, *,
+                 metrics: Metrics | None = None) -> None:
         self._api = api
+        self._metrics = metrics
         self._workspaces = workspaces
         self._settings = settings
         self._local_slots: dict[str, asyncio.Semaphore] = {}
@@ -166,15 +172,16 @@ class KubernetesJobRunner:
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         lines: asyncio.Queue[str] = asyncio.Queue()
         stop = LogStream()
+        stall = StallWatch.for_job(job, self._settings.agent_stall_seconds)
 
         def enqueue(line: str) -> None:  # called from the log-reading thread
             loop.call_soon_threadsafe(lines.put_nowait, line)
 
-        logs = asyncio.create_task(self._stream_logs(name, enqueue, stop))
+        logs = asyncio.create_task(self._stream_logs(name, enqueue, stop, on_data=stall.output))
         pump = asyncio.create_task(_pump(lines, tail, name, on_log))
         try:
             try:
-                failure = await self._wait_until_done(name, job)
+                failure = await self._wait_until_done(name, job, stall)
             except (JobStartTimeoutError, JobNotFinishedError) as exc:
                 failure = f"Agent {job.agent_type}: {exc}"
             if failure is not None:
@@ -201,10 +208,11 @@ class KubernetesJobRunner:
         exit_code = await self._exit_code(name)
         return judge(self._workspaces, job, exit_code=exit_code, log_tail="\n".join(tail), failure=failure)
 
-    async def _wait_until_done(self, name: str, job: AgentJob) -> str | None:
+    async def _wait_until_done(self, name: str, job: AgentJob, stall: StallWatch) -> str | None:
         """None when the Job completed or failed by itself; else why the runner stopped it. Its pod
         must start within `k8s_start_timeout_seconds`, and the Job finish within that plus the
-        agent's timeout (Kubernetes fails it at `activeDeadlineSeconds`; this is the backstop)."""
+        agent's timeout (Kubernetes fails it at `activeDeadlineSeconds`; this is the backstop).
+        The stall clock starts when a pod is first seen started (pulling an image is no stall)."""
         loop = asyncio.get_running_loop()
         start_limit = self._settings.k8s_start_timeout_seconds
         start_deadline = loop.time() + start_limit
@@ -226,6 +234,13 @@ class KubernetesJobRunner:
             if problem is not None:
                 return f"Agent {job.agent_type} could not start: {problem}"
             started = started or any(pod_started(pod) for pod in pods)
+            if started and not stall.started:
+                await stall.start()
+            elif await stall.stalled():
+                log.warning("agent of Job %s stalled: nothing logged or changed for %g s", name, stall.seconds)
+                if self._metrics is not None:
+                    self._metrics.agent_stalled(job.agent_type)
+                return stall.summary()
             now = loop.time()
             if not started and now > start_deadline:
                 raise JobStartTimeoutError(f"the pod of Job {name} to start", start_limit, pod_summary(pods))
@@ -237,13 +252,15 @@ class KubernetesJobRunner:
             await self._api.wait_for_change(name, min(self._settings.k8s_poll_seconds, max(next_deadline - now, 0.1)),
                                             since=current.metadata.resource_version if current.metadata else None)
 
-    async def _stream_logs(self, name: str, on_line: LogSink, stop: LogStream) -> None:
+    async def _stream_logs(self, name: str, on_line: LogSink, stop: LogStream, *,
+                           on_data: Callable[[], None] | None = None) -> None:
         while not stop.stopped:
             pods = await self._api.job_pods(name)
             started = [p for p in pods if pod_started(p)]
             if started:
                 try:
-                    await asyncio.to_thread(self._api.follow_logs, started[0].metadata.name, on_line, stop)
+                    await asyncio.to_thread(self._api.follow_logs, started[0].metadata.name, on_line, stop,
+                                            on_data=on_data)
                     return
                 except Exception as exc:  # e.g. the container restarted or the pod went away
                     log.debug("log stream of %s interrupted: %s", name, exc)

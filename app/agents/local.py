@@ -7,7 +7,9 @@ drives for each type is `LocalAgents`' choice (the local Aider by default).
 Like a Job, the agent outlives the service (`local_process`): a service that restarts mid-step,
 or the pod that adopts a suspended run, finds the process by the job's name and re-attaches to
 it, or judges the result it left, instead of running the step again. A user's cancel and the
-step's timeout stop it; a run suspended for shutdown or a lost lease leaves it running.
+step's timeout stop it, and so does the progress watchdog (`stall`) when the agent neither prints
+nor changes the workspace for `AGENT_STALL_SECONDS`; a run suspended for shutdown or a lost lease
+leaves it running.
 The subprocess gets an allow-listed environment (`agent_env`), never the service's whole one.
 """
 
@@ -30,8 +32,10 @@ from app.agents.local_agents import AiderInstallError, LocalAgents
 from app.agents.local_process import AgentProcess
 from app.agents.log_lines import LogFollower
 from app.agents.outcome import judge
+from app.agents.stall import StallWatch
 from app.agents.workspace import WorkspaceManager
 from app.config import Settings
+from app.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +48,9 @@ ENTRYPOINT = Path(__file__).resolve().parents[2] / "agent-images" / "entrypoint"
 class LocalRunner:
     def __init__(self, workspaces: WorkspaceManager, settings: Settings, *, entrypoint: Path = ENTRYPOINT,
                  agents: LocalAgents | None = None, log_poll_seconds: float = LOG_POLL_SECONDS,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 environ: Mapping[str, str] | None = None, metrics: Metrics | None = None) -> None:
         self._workspaces = workspaces
+        self._metrics = metrics
         self._log_poll_seconds = log_poll_seconds
         self._settings = settings
         self._entrypoint = entrypoint
@@ -99,7 +104,7 @@ class LocalRunner:
 
     async def _watch(self, process: AgentProcess, job: AgentJob, on_log: LogSink | None, *,
                      replay: bool) -> AgentResult:
-        """Follow the agent's log until it ends (or its time is up), then judge its result."""
+        """Follow the agent's log until it ends (or its time is up, or it stalls), then judge its result."""
         name = process.record.job_name
         follower = LogFollower(process.log_file)
         tail: deque[str] = deque(maxlen=TAIL_LINES)
@@ -114,9 +119,14 @@ class LocalRunner:
         if replay:  # what it said before this process watched: its last lines, for the tail and the stream
             emit(follower.replay(TAIL_LINES))
         deadline = process.record.started_at + job.timeout_seconds  # a re-attach does not extend it
+        stall = StallWatch.for_job(job, self._settings.agent_stall_seconds)
         try:
+            await stall.start()  # a re-attach starts the clock afresh: its silence while unwatched is unknown
             while process.alive():
+                received = follower.received
                 emit(follower.read())
+                if follower.received != received:
+                    stall.output()
                 if cancel_requested():
                     raise asyncio.CancelledError(f"run cancelled: stopping agent {name}")
                 remaining = deadline - time.time()
@@ -125,6 +135,13 @@ class LocalRunner:
                     emit(follower.finish())
                     return self._judged(process, job, tail,
                                         failure=f"Agent {job.agent_type} timed out after {job.timeout_seconds:g} s")
+                if await stall.stalled():
+                    log.warning("agent %s stalled: nothing printed or changed for %g s", name, stall.seconds)
+                    if self._metrics is not None:
+                        self._metrics.agent_stalled(job.agent_type)
+                    await process.stop()
+                    emit(follower.finish())
+                    return self._judged(process, job, tail, failure=stall.summary())
                 await process.wait(min(remaining, self._log_poll_seconds))
         except BaseException:
             if should_detach():  # suspended: the agent keeps working for whoever adopts the run

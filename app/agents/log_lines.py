@@ -68,6 +68,8 @@ class LogFollower:
         self._cutter = LineCutter(max_chars)
         self._max_bytes = max_bytes
         self._offset = 0
+        self.received = 0
+        """Bytes `read` has taken so far (a partial line too): the progress watchdog's sign of output."""
 
     def replay(self, last: int) -> list[str]:
         """The last `last` lines already in the file (read from at most `REPLAY_BYTES` back); the
@@ -87,6 +89,7 @@ class LogFollower:
             self._offset = 0
         data = self._read(self._offset, min(size - self._offset, READ_BYTES_PER_POLL))
         self._offset += len(data)
+        self.received += len(data)
         lines = self._cutter.feed(data)
         if self._offset >= self._max_bytes and self._offset >= self._size():
             self._truncate()

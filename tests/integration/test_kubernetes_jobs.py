@@ -229,3 +229,33 @@ def test_an_epics_independent_goals_run_as_jobs_at_the_same_time(kube_service, c
     log = git(repo, "log", "--format=%s", "-n", "3").splitlines()
     assert [line.split(" ", 1)[1] for line in log] == ["Add beta", "Add gamma", "Add alpha"]
     assert git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_a_silent_agent_is_stalled_its_job_deleted_and_the_retry_is_a_new_job(kube_service, cluster, llm, kotlin,
+                                                                              workspace) -> None:
+    """AGENT_STALL_SECONDS: attempt 1 sleeps without a word or a change, far inside its timeout; the
+    runner deletes its Job and fails the attempt, and the retry runs as a Job of its own."""
+    rel, repo = workspace
+    llm.script(
+        Reply(match=node_marker("intake"), content=classification("single_task", "code", "simple")),
+        Reply(match=node_marker("plan"), content=goals_json("Stall")),
+        Reply(match=node_marker("plan_steps"), content=steps_json(
+            "@@SLEEP @1 60\n" + file_block("app/stall.py @2", "attempt = 2"))),
+        Reply(match=node_marker("reflect"), content=reflection("retry")),
+    )
+    service = kube_service(agent_stall_seconds="1.5").start()
+    body = orchestrate_body(workspace_path=rel)
+    with service.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
+    asked = kotlin.wait_for_status(thread_id=thread_id, status="interrupted", timeout=40)
+
+    assert asked["interruptAction"] == "commit"
+    jobs = agent_jobs(cluster, body["task_id"])
+    [first] = [n for n in jobs if "-a1-" in n]
+    assert len(jobs) == 2 and [n for n in jobs if "-a2-" in n]  # the retry is a new Job
+    assert (first, "Background") in cluster.deletes and first not in cluster.jobs()
+    wait_until(lambda: not cluster.processes_alive(first) or None, timeout=KILL_GRACE_SECONDS + 5,
+               what="the stalled agent's processes to end")
+    stalled = "Stalled: no output and no change in the workspace for 1.5 s"
+    assert any(stalled in p["message"] for p in kotlin.progress if p["taskId"] == body["task_id"])  # the retry's
+    assert (repo / "app/stall.py").read_text() == "attempt = 2\n"
