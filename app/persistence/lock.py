@@ -80,6 +80,9 @@ class LockLease:
         self.pod_id = pod_id
         self.fence = fence
         self.lost = asyncio.Event()
+        self.cancel_requested = asyncio.Event()
+        """Set when a heartbeat finds the slot marked for cancel (`OrchestrationLock.request_cancel`:
+        a /cancel that reached another pod)."""
         self._collection = collection
         self._heartbeat_seconds = heartbeat_seconds
         self._clock = clock
@@ -122,8 +125,8 @@ class LockLease:
             limit = None if self._deadline is None else max(self._remaining(), self._heartbeat_seconds)
             try:
                 async with asyncio.timeout(limit):
-                    result = await self._collection.update_one(
-                        self._owner_filter, {"$set": {"locked_at": self._clock()}}
+                    found = await self._collection.find_one_and_update(
+                        self._owner_filter, {"$set": {"locked_at": self._clock()}}, projection={"cancel": 1}
                     )
             except (PyMongoError, TimeoutError):
                 if self._remaining() <= 0:
@@ -132,9 +135,11 @@ class LockLease:
                 # A blip is survivable: the deadline decides when it is not.
                 logger.warning("lock heartbeat for %s failed; retrying", self.slot_id, exc_info=True)
                 continue
-            if result.matched_count == 0:
+            if found is None:
                 self._lose("taken over by another pod")
                 return
+            if found.get("cancel"):
+                self.cancel_requested.set()
             if self._lost_after is not None:
                 self._deadline = sent + self._lost_after
 
@@ -227,7 +232,8 @@ class OrchestrationLock:
                 "_id": {"$in": self.slot_ids},
                 "$or": [{"locked_by": None}, {"locked_at": {"$lt": now - self._stale_seconds}}],
             },
-            {"$set": {"locked_by": self.pod_id, "thread_id": thread_id, "locked_at": now}, "$inc": {"fence": 1}},
+            {"$set": {"locked_by": self.pod_id, "thread_id": thread_id, "locked_at": now, "cancel": False},
+             "$inc": {"fence": 1}},
             sort=[("_id", 1)],
             return_document=ReturnDocument.BEFORE,
         )
@@ -264,6 +270,16 @@ class OrchestrationLock:
                 "locked_at": {"$gte": self._clock() - self._stale_seconds},
             }
         )
+
+    async def request_cancel(self, thread_id: str) -> bool:
+        """Mark the live slot held for ``thread_id`` (on any pod) for cancel: its holder's next
+        heartbeat sees it and cancels the run. False when no live slot holds it."""
+        result = await self._collection.update_one(
+            {"_id": {"$in": self.slot_ids}, "thread_id": thread_id, "locked_by": {"$ne": None},
+             "locked_at": {"$gte": self._clock() - self._stale_seconds}},
+            {"$set": {"cancel": True}},
+        )
+        return result.matched_count > 0
 
     async def release_pod(self) -> int:
         """Free every slot this pod id still holds: called at start-up, when no run of ours can

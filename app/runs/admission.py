@@ -86,6 +86,10 @@ class Admission:
             raise RunBusyError(BUSY_MESSAGE)
         return Slot(lease, self._semaphore)
 
+    async def request_cancel(self, thread_id: str) -> bool:
+        """Ask the pod running `thread_id` (any pod) to cancel it, through its lock slot."""
+        return await self._lock.request_cancel(thread_id)
+
     async def holder(self, thread_id: str) -> bool:
         """Whether a live lock slot (on any pod) holds `thread_id`."""
         return await self._lock.holder(thread_id) is not None

@@ -212,6 +212,10 @@ class RunManager:
             run.task.cancel()
             await asyncio.wait({run.task}, timeout=15)
             return
+        record = await self._runs.get(thread_id)
+        if record is not None and record.status == "running" and await self._admission.request_cancel(thread_id):
+            log.info("cancel of %s passed to pod %s through its lock slot", thread_id, record.pod_id)
+            return  # the pod that runs it cancels it at its next lock heartbeat
         await self._end_waiting(thread_id, cancelled)
 
     async def _end_waiting(self, thread_id: str, problem: Problem, known: dict[str, Any] | None = None,
@@ -307,7 +311,7 @@ class RunManager:
         use_control(run.control)  # in this task's own context: every runner the graph awaits reads it
         identity = run.identity
         events = self._events.log(identity.thread_id)
-        watcher = asyncio.create_task(self._suspend_when_lost(run, slot))
+        watcher = asyncio.create_task(self._watch_lease(run, slot))
         try:
             run.journal = self._ending.journal(identity, record)  # a new run's record is created off the request path
             values = known or (graph_input if isinstance(graph_input, dict) else {})
@@ -351,8 +355,23 @@ class RunManager:
             return await self._runs.get(thread_id)
         return await self._outage.call(lambda: self._runs.get(thread_id), f"run record of {thread_id}")
 
-    async def _suspend_when_lost(self, run: ActiveRun, slot: Slot) -> None:
-        await slot.lease.lost.wait()
+    async def _watch_lease(self, run: ActiveRun, slot: Slot) -> None:
+        """Stop the run when its lease is lost (suspended for the new owner) or when a /cancel that
+        reached another pod marked its lock slot (cancelled like a cancel here)."""
+        lost = asyncio.create_task(slot.lease.lost.wait())
+        asked = asyncio.create_task(slot.lease.cancel_requested.wait())
+        try:
+            await asyncio.wait({lost, asked}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            lost.cancel()
+            asked.cancel()
+        if not slot.lease.lost.is_set():
+            log.info("cancel of %s requested through its lock slot", run.identity.thread_id)
+            run.cancel_requested = True
+            run.control.cancel()
+            if run.task is not None:
+                run.task.cancel()
+            return
         self._metrics.lock_lost.inc()
         log.error("lost the orchestration lock for %s: suspending the run; its agent is left to the pod "
                   "that takes it over", run.identity.thread_id)

@@ -29,9 +29,10 @@ KUBERNETES_VERSIONS = ("1.32.0", "1.37.0")
 NAMESPACE = "jervis"
 
 #: Environment variables that are not Settings fields but standard ones the runtime needs:
-#: HOME on the writable /tmp, no byte-code writes on a read-only root, unbuffered logs, and
-#: litellm's offline price map.
-STANDARD_ENV = frozenset({"HOME", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "LITELLM_LOCAL_MODEL_COST_MAP"})
+#: HOME on the writable /tmp, no byte-code writes on a read-only root, unbuffered logs,
+#: litellm's offline price map, and uvicorn's bound on waiting for open connections at SIGTERM.
+STANDARD_ENV = frozenset({"HOME", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "LITELLM_LOCAL_MODEL_COST_MAP",
+                          "UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN"})
 SETTINGS_ENV = frozenset(name.upper() for name in Settings.model_fields)
 
 Doc = dict[str, Any]

@@ -1,15 +1,30 @@
-"""The orchestrator's Deployment, Service, ConfigMap and NetworkPolicy as written in k8s/ (spec §19.2)."""
+"""The orchestrator's Deployment, Service, PodDisruptionBudget, ConfigMap and NetworkPolicy as written
+in k8s/ (spec §19.2)."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
 from starlette.routing import Match
+from uvicorn.main import main as uvicorn_main
 
 from app.api.router import api_router
+from app.clients.delivery import DeliveryService
+from app.clients.outbox import OutboxWriter
 from app.config import Settings
-from tests.deploy.helpers import K8S_DIR, NAMESPACE, SETTINGS_ENV, STANDARD_ENV, Doc, find, load_file, resource_docs
+from tests.deploy.helpers import (
+    K8S_DIR,
+    NAMESPACE,
+    REPO_ROOT,
+    SETTINGS_ENV,
+    STANDARD_ENV,
+    Doc,
+    find,
+    load_file,
+    resource_docs,
+)
 
 PORT = 8090
 
@@ -25,10 +40,14 @@ def config(docs: list[Doc]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def pod(docs: list[Doc]) -> Doc:
-    deployment = find(docs, "Deployment", "jervis-orchestrator")
-    assert deployment["spec"]["replicas"] == 1
-    return deployment["spec"]["template"]
+def deployment(docs: list[Doc]) -> Doc:
+    return find(docs, "Deployment", "jervis-orchestrator")
+
+
+@pytest.fixture(scope="module")
+def pod(deployment: Doc) -> Doc:
+    template: Doc = deployment["spec"]["template"]
+    return template
 
 
 @pytest.fixture(scope="module")
@@ -111,11 +130,68 @@ def test_agent_jobs_get_a_service_account_without_a_token(config: dict[str, str]
     assert account["automountServiceAccountToken"] is False
 
 
-def test_graceful_shutdown_fits_the_grace_period(pod: Doc, config: dict[str, str]) -> None:
+def test_two_replicas_replaced_one_at_a_time(deployment: Doc, pod: Doc) -> None:
+    spec = deployment["spec"]
+    assert spec["replicas"] == 2
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    [spread] = pod["spec"]["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "kubernetes.io/hostname" and spread["maxSkew"] == 1
+    assert spread["whenUnsatisfiable"] == "ScheduleAnyway", "a preference: a one-node cluster still runs both"
+    assert spread["labelSelector"] == spec["selector"]
+
+
+def test_disruption_budget_lets_one_orchestrator_pod_go_at_a_time(docs: list[Doc], deployment: Doc, pod: Doc) -> None:
+    budget = find(docs, "PodDisruptionBudget", "jervis-orchestrator")
+    spec = budget["spec"]
+    assert spec["selector"] == deployment["spec"]["selector"]
+    assert spec["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    # maxUnavailable, not minAvailable: still one at a time when scaled up, and a drain can still
+    # evict the only pod when scaled down to one.
+    assert spec["maxUnavailable"] == 1 and "minAvailable" not in spec
+    assert spec["maxUnavailable"] < deployment["spec"]["replicas"]
+    # No pod is ready in a MongoDB outage; the default policy would then block every drain.
+    assert spec["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+
+
+def shutdown_budget(container: Doc, config: dict[str, str]) -> float:
+    """Seconds from the pod's deletion to the app's exit, each stage at its bound: the preStop sleep,
+    uvicorn's wait for open requests, the run's checkpoint grace, one MongoDB timeout for the
+    suspension and lock release, then the outbox writer's and the delivery's drains."""
+    sleep, seconds = container["lifecycle"]["preStop"]["exec"]["command"]
+    assert sleep == "sleep"
+    env = {e["name"]: e.get("value") for e in container["env"]}
+
+    def setting(name: str) -> float:
+        return float(config.get(name.upper(), Settings.model_fields[name].default))
+
+    def drain(stop: Any) -> float:
+        return float(inspect.signature(stop).parameters["drain_seconds"].default)
+
+    return (float(seconds) + float(env["UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN"]) + setting("shutdown_grace_seconds")
+            + setting("mongodb_timeout_seconds") + drain(OutboxWriter.stop) + drain(DeliveryService.stop))
+
+
+def test_graceful_shutdown_fits_the_grace_period(pod: Doc, container: Doc, config: dict[str, str]) -> None:
     grace = pod["spec"]["terminationGracePeriodSeconds"]
-    shutdown = float(config["SHUTDOWN_GRACE_SECONDS"])
-    assert grace >= shutdown + 15, "time for the checkpoint, the lock release and the server's own stop"
-    assert grace > Settings.model_fields["shutdown_grace_seconds"].default
+    budget = shutdown_budget(container, config)
+    assert budget == 50
+    assert grace >= budget + 5, f"{grace} s of grace for a {budget} s stop: killed before the lock is released"
+
+
+def test_a_stopping_pod_serves_until_the_service_forgot_it(container: Doc) -> None:
+    """uvicorn stops listening at SIGTERM; the preStop sleep delays it while the endpoint removal
+    reaches every node. The sleep must stay short (it is part of every rollout)."""
+    assert container["lifecycle"]["preStop"] == {"exec": {"command": ["sleep", "5"]}}
+
+
+def test_uvicorn_reads_the_bound_on_open_requests_from_the_environment(container: Doc,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variable is uvicorn's (its CLI reads UVICORN_*), and the image's CMD does not override it."""
+    [value] = [e["value"] for e in container["env"] if e["name"] == "UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN"]
+    monkeypatch.setenv("UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN", value)
+    context = uvicorn_main.make_context("uvicorn", ["app.main:app", "--host", "0.0.0.0", "--port", str(PORT)])
+    assert context.params["timeout_graceful_shutdown"] == int(value) == 10
+    assert "--timeout-graceful-shutdown" not in (REPO_ROOT / "Dockerfile").read_text(), "a CLI option wins over it"
 
 
 def test_pod_identity_is_the_pod_name(container: Doc, config: dict[str, str]) -> None:

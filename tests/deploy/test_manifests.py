@@ -25,7 +25,7 @@ from tests.deploy.helpers import (
 )
 
 EXPECTED_KINDS = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "PersistentVolumeClaim", "ConfigMap",
-                  "Deployment", "Service", "NetworkPolicy"}
+                  "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"}
 CLUSTER_SCOPED = {"Namespace"}
 
 
@@ -49,7 +49,7 @@ def validate(paths: list[Path], version: str) -> None:
 def test_every_manifest_file_is_schema_valid(version: str) -> None:
     files = manifest_files()
     assert {f.name for f in files} >= {"namespace.yaml", "orchestrator-rbac.yaml", "pvc.yaml", "configmap.yaml",
-                                       "secret.example.yaml", "app_orchestrator.yaml", "networkpolicy.yaml"}
+                                       "secret.example.yaml", "app_orchestrator.yaml", "pdb.yaml", "networkpolicy.yaml"}
     validate(files, version)
 
 
@@ -110,6 +110,10 @@ def test_selectors_survive_kustomize(rendered: list[Doc]) -> None:
     policy = find(rendered, "NetworkPolicy")
     assert policy["spec"]["podSelector"] == {"matchLabels": {"app": "jervis-orchestrator"}}
     assert policy["spec"]["ingress"][0]["from"] == [{"podSelector": {"matchLabels": {"app": "jervis-server"}}}]
+    budget = find(rendered, "PodDisruptionBudget", "jervis-orchestrator")
+    assert budget["spec"]["selector"] == deployment["spec"]["selector"]
+    [spread] = deployment["spec"]["template"]["spec"]["topologySpreadConstraints"]
+    assert spread["labelSelector"] == deployment["spec"]["selector"]
 
 
 def test_no_private_ip_anywhere() -> None:

@@ -1,16 +1,20 @@
-"""Operability of a real service process: probes, `/metrics` after orchestrations, JSON logs
-that carry the run's ids and never a configured secret."""
+"""Operability of a real service process: probes, the stop at SIGTERM, `/metrics` after
+orchestrations, JSON logs that carry the run's ids and never a configured secret."""
 
 from __future__ import annotations
 
 import json
 import secrets
+import signal
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from pymongo import MongoClient
 
 from app.dev.embedded_mongo import EmbeddedMongo
 from tests.fixtures.llm_server import Reply
@@ -119,6 +123,60 @@ def test_liveness_and_readiness_part_when_mongodb_goes_away(service_factory, tmp
         # server selection (up to pymongo's 30 s), which is not what this test is about.
         proc.kill()
         mongo.stop()
+
+
+def test_sigterm_stops_listening_then_suspends_the_run_despite_an_open_stream(service_factory, llm, kotlin) -> None:
+    """What the Deployment relies on (k8s/app_orchestrator.yaml). At SIGTERM uvicorn stops
+    listening at once: both probes fail by connection, and the pod gets no new request, while it
+    still runs. It then waits for open connections before the app's shutdown; an SSE stream of a
+    running run would hold it until the run ends (and the kubelet's SIGKILL would leave the lock
+    slot to go stale), so UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN bounds the wait: the stream is cut, the
+    run suspended and its lock slot freed for another pod."""
+    llm.script(Reply(match=node_marker("intake"), content=classification(), name="intake"),
+               Reply(match=node_marker("respond"), content="never", delay_before=60, name="respond-slow"))
+    proc = service_factory(shutdown_grace_seconds=1, heartbeat_dead_seconds=120,
+                           uvicorn_timeout_graceful_shutdown=2).start()
+    with proc.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=orchestrate_body()).json()["thread_id"]
+    wait_until(lambda: any(r.matched == "respond-slow" for r in llm.requests), what="the slow respond call")
+    streaming, cut = threading.Event(), threading.Event()
+
+    def follow() -> None:
+        try:
+            with httpx.stream("GET", f"{proc.url}/stream/{thread_id}", timeout=90) as stream:
+                for _ in stream.iter_lines():
+                    streaming.set()
+        except httpx.RemoteProtocolError:  # closed in the middle of the chunked body
+            cut.set()
+
+    reader = threading.Thread(target=follow, daemon=True)
+    reader.start()
+    assert streaming.wait(10)
+    assert proc.proc is not None
+    started = time.monotonic()
+    proc.proc.send_signal(signal.SIGTERM)
+
+    def refused() -> bool:
+        try:
+            httpx.get(f"{proc.url}/health/live", timeout=1)
+        except httpx.ConnectError:
+            return True
+        return False
+
+    assert wait_until(refused, timeout=5, what="the listener closed")
+    assert proc.proc.poll() is None, "still running: the connection was refused by a stopping pod"
+    proc.proc.wait(20)
+    stopped = time.monotonic() - started
+    reader.join(5)
+
+    assert stopped < 2 + 1 + 10, f"{stopped:.1f} s: the open stream held the shutdown"
+    assert cut.is_set(), "the stream was cut, not ended"
+    assert any(line["message"].startswith(f"suspending {thread_id} (shutdown)") for line in log_lines(proc.log_path))
+    with MongoClient(proc.env["MONGODB_URL"]) as mongo:
+        locks = mongo[proc.env["MONGODB_DATABASE"]]["orchestrator_locks"]
+        assert locks.count_documents({"thread_id": thread_id}) == 0, "the lock slot was released"
+        runs = mongo[proc.env["MONGODB_DATABASE"]]["orchestrator_runs"]
+        assert runs.find_one({"_id": thread_id}, {"status": 1})["status"] == "running", "left for adoption"
 
 
 def test_no_log_line_carries_a_configured_secret(service_factory, llm, kotlin, kb, data_root: Path) -> None:

@@ -145,3 +145,22 @@ def test_a_replica_that_dies_or_stops_mid_step_hands_its_run_to_the_other(
     assert ended == [("interrupted", "commit"), ("done", None)]
     with second.client() as client:
         assert "jervis_runs_adopted_total 1.0" in client.get("/metrics").text
+
+
+def test_a_cancel_that_reaches_the_other_replica_cancels_the_run(service_factory: Any, llm: Any, kotlin: Any) -> None:
+    """/cancel is not routed to the pod that runs the run: the other replica marks the run's lock
+    slot, and the running pod's next heartbeat cancels it (one error status, its agent stopped)."""
+    llm.script(Reply(match=node_marker("intake"), content=classification()),
+               Reply(match=node_marker("respond"), content="never", delay_before=60, name="respond-slow"))
+    running = service_factory(pod_id="replica-a", lock_heartbeat_seconds=0.5, response_language="en").start()
+    other = service_factory(env={**running.env, "POD_ID": "replica-b"}).start()
+    with running.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=orchestrate_body()).json()["thread_id"]
+    wait_until(lambda: any(r.matched == "respond-slow" for r in llm.requests), what="the run to be in its LLM call")
+    with other.client() as client:
+        assert client.post(f"/cancel/{thread_id}").status_code == 200
+    ended = kotlin.wait_for_status(thread_id=thread_id, status="error", timeout=15)
+    assert "cancel" in ended["error"].lower()
+    with other.client() as client:
+        assert client.get(f"/status/{thread_id}").json()["status"] == "error"
+    assert len([s for s in kotlin.statuses if s["threadId"] == thread_id]) == 1
