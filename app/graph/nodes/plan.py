@@ -28,7 +28,7 @@ from app.graph.request_scope import RequestScope, scope_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict
 from app.graph.step_cleanup import cleaned_steps
-from app.llm.provider import LlmJsonError
+from app.llm.errors import HeartbeatTimeoutError, LlmJsonError
 from app.schemas.domain import CodingStep, StepPlan, StepType
 from app.texts import texts
 
@@ -87,7 +87,7 @@ async def code_steps(state: OrchestratorState, runtime: NodeRuntime) -> tuple[li
             prompts.plan_steps(goal=task["query"], task=None, done_before="", context=planning_context(state),
                                language=language),
             StepPlan, max_tokens=prompts.Cap.STEPS)
-    except LlmJsonError as exc:
+    except (LlmJsonError, HeartbeatTimeoutError) as exc:  # a plan cut off, or a model that went silent
         log.warning("plan: no usable step plan (%s); the request is one step", exc)
         return [request_step(task["query"], scope)], [texts(language).warning_plan_fallback.format(error=exc)]
     return cleaned_steps(planned.steps), []

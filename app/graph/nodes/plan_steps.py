@@ -24,7 +24,7 @@ from app.graph.nodes._common import (
 from app.graph.request_scope import scope_of
 from app.graph.state import OrchestratorState
 from app.graph.step_cleanup import cleaned_steps
-from app.llm.provider import LlmJsonError
+from app.llm.errors import HeartbeatTimeoutError, LlmJsonError
 from app.schemas.domain import CodingStep, StepPlan
 from app.texts import texts
 
@@ -63,7 +63,7 @@ async def plan_steps(state: OrchestratorState, runtime: NodeRuntime) -> dict[str
                                    context=planning_context(state), language=language, others=other_goals(state)),
                 StepPlan, max_tokens=prompts.Cap.STEPS)
             steps = cleaned_steps(planned.steps)
-    except LlmJsonError as exc:
+    except (LlmJsonError, HeartbeatTimeoutError) as exc:  # a plan cut off, or a model that went silent
         log.warning("plan_steps: no usable step plan (%s); the goal is one step", exc)
         steps = [CodingStep(instructions=goal_text)]
         updates["warnings"] = [texts(language).warning_plan_fallback.format(error=exc)]
