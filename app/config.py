@@ -212,8 +212,8 @@ class Settings(BaseSettings):
     """Model time per orchestration (seconds spent in model calls)."""
     budget_warn_fraction: float = 0.8
     """Fraction of a budget at which the user is warned."""
-    budget_on_exceeded: Literal["stop", "ask"] = "ask"
-    """At 100 %: `ask` interrupts for approval to continue (twice the budget); `stop` ends the run with an error."""
+    budget_on_exceeded: Literal["stop", "ask"] = "stop"
+    """At 100 %: `stop` ends the run with an error saying what was spent; `ask` interrupts for approval to continue."""
 
     max_concurrent_orchestrations: int = Field(default=1, ge=1)
     """Orchestrations at once, per pod (semaphore) and across pods (MongoDB lock); more get HTTP 429."""

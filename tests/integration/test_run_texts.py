@@ -164,7 +164,7 @@ async def test_a_run_lost_before_its_first_checkpoint_is_ended_in_its_language(
 async def test_a_spent_budget_is_said_in_the_runs_language(pod, llm, kotlin, query: str, language: str) -> None:
     llm.script(Reply(match=node_marker("intake"), content=classification(), name="intake"),
                Reply(match=node_marker("respond"), content="-", name="respond"))
-    started = await pod()
+    started = await pod(budget_on_exceeded="stop")  # the run ends with the spent budget said
     body = request(query, budget={"max_tokens": 10})
     run = await started.manager.start(body)
 
