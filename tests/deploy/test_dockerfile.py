@@ -6,6 +6,7 @@ root filtered by `.dockerignore`, matched the way Docker matches it (tests/deplo
 
 from __future__ import annotations
 
+import ast
 import posixpath
 import re
 
@@ -142,8 +143,48 @@ def test_every_copy_source_is_in_the_build_context(instructions: list[Instructio
             assert (REPO_ROOT / source).exists(), f"line {instruction.line}: {source} does not exist"
             included, dropped = dockerignore.context_files(REPO_ROOT, source, ignore)
             assert included, f"line {instruction.line}: .dockerignore drops all of {source}"
-            real = [f for f in dropped if "__pycache__" not in f and not f.endswith(".pyc")]
+            real = [f for f in dropped if "__pycache__" not in f and not f.endswith(".pyc")
+                    and not f.startswith(NOT_THE_SERVICE)]
             assert not real, f"line {instruction.line}: .dockerignore drops {real}"
+
+
+#: Programs of their own beside the service: the terminal client and the embedded-default launchers.
+NOT_THE_SERVICE = ("app/cli/", "app/dev/")
+
+
+def test_the_image_ships_the_service_only(instructions: list[Instruction], ignore: list[dockerignore.Pattern]) -> None:
+    """What the runtime stage copies holds no terminal client and no launcher of embedded servers,
+    and the service itself is all there: every module `app.main` imports, transitively."""
+    copied: list[str] = []
+    for instruction in stages(instructions)[-1]:
+        if instruction.keyword == "COPY" and "--from=" not in instruction.args:
+            for source in copy_sources(instruction.args)[0]:
+                copied += dockerignore.context_files(REPO_ROOT, source, ignore)[0]
+    assert not [f for f in copied if f.startswith(NOT_THE_SERVICE)]
+    shipped = {f for f in copied if f.endswith(".py")}
+    for module in imported_app_modules("app.main"):
+        path = module.replace(".", "/")
+        assert f"{path}.py" in shipped or f"{path}/__init__.py" in shipped, f"{module} is not in the image"
+
+
+def imported_app_modules(root: str) -> set[str]:
+    """`app.*` modules `root` imports, transitively, read from the sources (nothing is imported)."""
+    seen: set[str] = set()
+    todo = [root]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        base = REPO_ROOT / module.replace(".", "/")
+        path = base.with_suffix(".py") if base.with_suffix(".py").exists() else base / "__init__.py"
+        if not path.exists():
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else (
+                [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            todo += [n for n in names if n and n.startswith("app.")]
+    return seen
 
 
 def test_dockerignore_keeps_local_state_and_secrets_out(ignore: list[dockerignore.Pattern]) -> None:
