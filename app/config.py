@@ -22,7 +22,7 @@ SERVICE_ONLY_VARIABLES = frozenset({"MONGODB_URL", "API_TOKEN"})
 class Settings(BaseSettings):
     """Validated at start-up; defaults are loopback or in-cluster service names, never a private IP.
 
-    Each field's docstring is its documentation: the README's configuration table is generated
+    Each field's docstring is its documentation: docs/configuration.md's table is generated
     from them (`python -m tools.readme`).
     """
 

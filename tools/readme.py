@@ -1,12 +1,12 @@
-"""Regenerates the README's generated sections from the code, so they cannot drift:
+"""Regenerates the documentation's generated sections from the code, so they cannot drift:
 
 - `graph`: the orchestration graph as Mermaid, drawn from the compiled `StateGraph`;
 - `settings`: every environment variable with its default and meaning, from `Settings`'
   field docstrings;
 - `metrics`: every Prometheus series `/metrics` exposes, from `Metrics`.
 
-`python -m tools.readme` rewrites README.md; `--check` exits 1 when it is out of date (a test
-runs the check).
+Each lives in the document that owns it (`DOCUMENTS`). `python -m tools.readme` rewrites them;
+`--check` exits 1 when one is out of date (a test runs the check).
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ from app.config import Settings
 from app.graph.builder import build_graph
 from app.observability.metrics import Metrics
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+#: Which generated sections each document holds.
+DOCUMENTS = {REPO / "docs" / "architecture.md": {"graph"}, REPO / "docs" / "configuration.md": {"settings"},
+             REPO / "docs" / "operations.md": {"metrics"}}
 _SECTION = re.compile(r"(<!-- BEGIN GENERATED: (?P<name>[a-z]+) -->\n)(?P<body>.*?)(<!-- END GENERATED: (?P=name) -->)",
                       re.DOTALL)
 
@@ -79,7 +82,9 @@ def metrics_section() -> str:
 GENERATORS = {"graph": graph_section, "settings": settings_section, "metrics": metrics_section}
 
 
-def render(text: str) -> str:
+def render(text: str, wanted: set[str] | None = None) -> str:
+    """`text` with its generated sections written afresh; each of `wanted` (default: every
+    section) must be there."""
     seen: set[str] = set()
 
     def replace(match: re.Match[str]) -> str:
@@ -88,21 +93,26 @@ def render(text: str) -> str:
         return match.group(1) + GENERATORS[name]() + match.group(4)
 
     result = _SECTION.sub(replace, text)
-    missing = set(GENERATORS) - seen
+    missing = (set(GENERATORS) if wanted is None else wanted) - seen
     if missing:
-        raise ValueError(f"README lacks the generated sections {sorted(missing)}")
+        raise ValueError(f"the document lacks the generated sections {sorted(missing)}")
     return result
 
 
 def main(argv: list[str]) -> int:
-    current = README.read_text()
-    wanted = render(current)
-    if "--check" in argv:
-        if wanted != current:
-            print("README.md is out of date: run `python -m tools.readme`", file=sys.stderr)
-            return 1
-        return 0
-    README.write_text(wanted)
+    stale = []
+    for path, sections in DOCUMENTS.items():
+        current = path.read_text()
+        wanted = render(current, sections)
+        if wanted == current:
+            continue
+        if "--check" in argv:
+            stale.append(path.relative_to(REPO).as_posix())
+        else:
+            path.write_text(wanted)
+    if stale:
+        print(f"{', '.join(stale)} out of date: run `python -m tools.readme`", file=sys.stderr)
+        return 1
     return 0
 
 

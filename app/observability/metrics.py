@@ -2,7 +2,7 @@
 
 Each `Metrics` owns its registry instead of using the process-global one, so several service
 instances (tests, benchmarks) can live in one process. Components receive it by injection and
-call the small recording methods below; names and labels are documented in the README.
+call the small recording methods below; names and labels are documented in docs/operations.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The README's generated sections (graph, metrics, settings) match the code."""
+"""The documentation's generated sections (graph, metrics, settings) match the code, and the
+README stays a page a newcomer reads: short, with every moved section reachable from its index."""
 
 from __future__ import annotations
 
@@ -8,9 +9,18 @@ from app.config import Settings
 from tools import readme
 
 
-def test_readme_is_up_to_date() -> None:
-    current = readme.README.read_text()
-    assert readme.render(current) == current, "run `.venv/bin/python -m tools.readme`"
+def test_generated_sections_are_up_to_date() -> None:
+    for path, sections in readme.DOCUMENTS.items():
+        current = path.read_text()
+        assert readme.render(current, sections) == current, f"{path.name}: run `.venv/bin/python -m tools.readme`"
+
+
+def test_the_readme_fits_on_a_screen_and_indexes_every_document() -> None:
+    text = (readme.REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= 150
+    assert max(len(line) for line in text.splitlines() if not line.startswith(("Kotlin ", "   ", "    "))) <= 140
+    for doc in sorted((readme.REPO / "docs").glob("*.md")):
+        assert f"(docs/{doc.name})" in text, f"the README's index lacks docs/{doc.name}"
 
 
 def test_every_setting_is_documented_with_its_default() -> None:

@@ -1,4 +1,4 @@
-"""`GET /metrics`: Prometheus text exposition (metric names in the README)."""
+"""`GET /metrics`: Prometheus text exposition (metric names in docs/operations.md)."""
 
 from __future__ import annotations
 
