@@ -20,7 +20,6 @@ from typing import Any
 from langgraph.pregel import Pregel
 
 from app.agents.snapshots import SnapshotError
-from app.graph import step_changes
 from app.graph.guards import Node
 from app.graph.nodes._common import NodeRuntime, current_thread_id, reset_step_counters, task_of
 from app.graph.state import OrchestratorState
@@ -55,9 +54,8 @@ def goal_runner(goal_graph: Pregel[Any, Any, Any, Any]) -> Node:
             "evaluation": None, "steps": [], "current_step_index": 0, **reset_step_counters()})
         summary = next((s for s in end.get("goal_summaries") or [] if s["goal_id"] == goal["id"]), None)
         halt = end.get("halt")
-        if summary is not None and not halt:
-            tree = await step_changes.content_now(ctx.snapshots, path)
-            record |= {"status": "done", "tree": tree, "summary": summary, "reason": ""}
+        if summary is not None and not halt:  # its tree: the worktree as advance_goal left it (None: nothing changed)
+            record |= {"status": "done", "tree": summary.get("tree"), "summary": summary, "reason": ""}
         elif halt and halt["kind"] in RUN_HALTS:
             record |= {"status": "halted", "reason": halt["message"], "halt": halt}
         else:
