@@ -9,8 +9,9 @@ exactly the approved waves.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.graph.state_parts import GoalDict
 
@@ -33,6 +34,11 @@ class GoalOrder:
     waves: list[list[str]]
     """Goal ids of the unfinished goals, grouped: a goal's dependencies are all in earlier waves."""
     removed: list[RemovedDependency] = field(default_factory=list)
+
+
+def finished_ids(state: Mapping[str, Any]) -> set[str]:
+    """Ids of the goals already done: those with a summary (goals of a wave end in any order)."""
+    return {s["goal_id"] for s in state.get("goal_summaries") or []}
 
 
 def _key(text: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from app.graph.goals import finished_ids
 from app.texts import Texts
 from app.texts.language import detect_language
 
@@ -27,7 +28,7 @@ WORK_START, WORK_END, GIT, DONE = 10.0, 90.0, 92.0, 100.0
 
 def goals_done(state: Mapping[str, Any]) -> int:
     """Goals of the plan with a summary (goals of a wave finish in any order)."""
-    done = {s.get("goal_id") for s in state.get("goal_summaries") or []}
+    done = finished_ids(state)
     return sum(1 for g in state.get("goals") or [] if g.get("id") in done)
 
 
@@ -36,8 +37,7 @@ def goal_share(state: Mapping[str, Any], node: str) -> float:
     goals = state.get("goals") or []
     index = int(state.get("current_goal_index") or 0)
     steps = state.get("steps") or []
-    done = {s.get("goal_id") for s in state.get("goal_summaries") or []}
-    if not steps or index >= len(goals) or goals[index].get("id") in done or node in _GOAL_START:
+    if not steps or index >= len(goals) or goals[index].get("id") in finished_ids(state) or node in _GOAL_START:
         return 0.0
     step = min(int(state.get("current_step_index") or 0), len(steps))
     if node in _STEP_DONE:

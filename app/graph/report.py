@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.graph.goals import finished_ids
 from app.texts import Texts
 
 #: Kotlin shows the error text in the chat: long enough for the facts, short enough to read.
@@ -69,7 +70,7 @@ def left_over(state: Mapping[str, Any]) -> list[str]:
     """Unfinished steps of the current goal, then the goals not started."""
     goals = state.get("goals") or []
     index = int(state.get("current_goal_index") or 0)
-    finished = {s.get("goal_id") for s in state.get("goal_summaries") or []}
+    finished = finished_ids(state)
     done = {(r.get("goal_index", 0), r["step_index"]) for r in done_slots(state)}
     skipped = {(s["goal_index"], s["step_index"]) for s in state.get("skipped") or []}
     left: list[str] = []

@@ -10,6 +10,7 @@ from typing import Literal
 
 from langgraph.types import Send
 
+from app.graph.goals import finished_ids
 from app.graph.report import changed_files
 from app.graph.state import OrchestratorState
 from app.schemas.domain import RecoveryAction
@@ -95,12 +96,12 @@ def next_after_step(state: OrchestratorState) -> NextAfterStep:
 def _summarised(state: OrchestratorState) -> bool:
     """Whether the current goal already has its summary (the last goal's stays current)."""
     goal = (state.get("goals") or [])[state.get("current_goal_index", 0)]
-    return any(s.get("goal_id") == goal["id"] for s in state.get("goal_summaries") or [])
+    return goal["id"] in finished_ids(state)
 
 
 def all_summarised(state: OrchestratorState) -> bool:
     """Every goal of the plan is done (goals of a wave finish in any order)."""
-    done = {s.get("goal_id") for s in state.get("goal_summaries") or []}
+    done = finished_ids(state)
     return all(g["id"] in done for g in state.get("goals") or [])
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.graph.goals import finished_ids
 from app.graph.progress import goal_share
 from app.texts import Texts
 
@@ -60,7 +61,7 @@ def goal_states(run: Mapping[str, Any], activity: Mapping[str, GoalActivity], t:
     goals = run.get("goals") or []
     if len(goals) < 2:
         return ""
-    done = {s.get("goal_id") for s in run.get("goal_summaries") or []}
+    done = finished_ids(run)
     running = set((run.get("wave") or {}).get("goals") or [])
     own = GoalActivity("", "", int(run.get("current_goal_index") or 0), node,
                        int(run.get("current_step_index") or 0) + 1, len(run.get("steps") or []), 1, 0.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.graph import step_changes
+from app.graph.goals import finished_ids
 from app.graph.nodes._common import NodeRuntime, current_goal, reset_step_counters, run_key, task_of
 from app.graph.report import done_slots
 from app.graph.state import OrchestratorState
@@ -36,7 +37,7 @@ async def advance_goal(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
         run_key(state), "goal", ContextStore.goal_key(state.get("current_goal_index", 0)), summary.summary,
         summary.model_dump(mode="json"))
     summarised = {"goal_summaries": [summary.model_dump(mode="json")], "recovery": None}
-    done = {s["goal_id"] for s in state.get("goal_summaries") or []} | {summary.goal_id}
+    done = finished_ids(state) | {summary.goal_id}
     if all(g["id"] in done for g in state.get("goals") or []):  # the last goal stays current: the commit
         return summarised                                         # gate may add a step to it
     return summarised | {"steps": [], "current_step_index": 0, **reset_step_counters()}

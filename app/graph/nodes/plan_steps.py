@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from app.graph import prompts
+from app.graph.goals import finished_ids
 from app.graph.nodes._common import (
     NodeRuntime,
     current_goal,
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 def other_goals(state: OrchestratorState) -> str:
     """The plan's goals other than the current one and not done yet: work this goal leaves alone."""
     current = current_goal(state)["id"]
-    done = {s["goal_id"] for s in state.get("goal_summaries", [])}
+    done = finished_ids(state)
     return "\n".join(f"- {g['title']}" for g in state.get("goals") or [] if g["id"] not in done | {current})
 
 

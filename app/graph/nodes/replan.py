@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.graph import progress, prompts
+from app.graph.goals import finished_ids
 from app.graph.nodes._common import (
     NodeRuntime,
     clip,
@@ -51,7 +52,7 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
     common = {"replans": replans, "recovery": None, **reset_step_counters(),
               "progress_floor": progress.monotonic(0.0, state, "replan")}
     if replans_goals(state):
-        summarised = {s["goal_id"] for s in state.get("goal_summaries", [])}
+        summarised = finished_ids(state)
         finished = [g for g in state.get("goals", []) if g["id"] in summarised]  # goals of a wave end in any order
         summaries = "\n".join(f"- {s['title']}: {clip(s['summary'], 200)}" for s in state.get("goal_summaries", []))
         plan = await ctx.llm.complete_json(prompts.replan_goals(

@@ -12,20 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 from app.agents.snapshots import SnapshotError
+from app.graph.goals import finished_ids
 from app.graph.nodes._common import NodeRuntime, current_thread_id, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.waves import PARALLEL_CATEGORIES, RUN_ALONE, latest_wave_records, parallel_limit, ready_goals
 from app.texts import texts
 
 
-def done_ids(state: OrchestratorState) -> set[str]:
-    return {s["goal_id"] for s in state.get("goal_summaries") or []}
-
-
 async def select_goal(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
     goals = list(state["goals"])
-    done = done_ids(state)
+    done = finished_ids(state)
     ready = ready_goals(goals, done)
     if not ready:  # waiting on goals that cannot finish (a plan that skipped its gate): plan order
         ready = [i for i, g in enumerate(goals) if g["id"] not in done][:1] or [state.get("current_goal_index", 0)]
