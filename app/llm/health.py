@@ -17,6 +17,8 @@ from app.llm.provider import LitellmProvider
 from app.llm.tiers import Tier, TierSpec
 
 Mode = Literal["ONLINE", "OFFLINE", "API_ERROR"]
+#: Where a tier is probed: provider, API base and key (the three local tiers share one).
+Endpoint = tuple[str, str, str | None]
 DEFAULT_BASES = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1",
                  "gemini": "https://generativelanguage.googleapis.com"}
 
@@ -28,26 +30,40 @@ class ProviderHealth:
         self._http = http
         self._cache_seconds = cache_seconds
         self._timeout = timeout
-        self._cached: tuple[float, dict[str, dict[str, Any]]] | None = None
-        self._lock = asyncio.Lock()
+        self._probed: dict[Endpoint, tuple[float, tuple[Mode, str]]] = {}
+        """Each endpoint's last probe and when it was made (the three local tiers share one)."""
+        self._locks: dict[Endpoint, asyncio.Lock] = {}
 
     async def report(self) -> dict[str, dict[str, Any]]:
-        async with self._lock:
-            if self._cached and time.monotonic() - self._cached[0] < self._cache_seconds:
-                return self._with_speeds(self._cached[1])
-            specs = self._provider.specs
-            # One probe per distinct endpoint: the three local tiers share one server.
-            endpoints = {self._endpoint(spec): spec for spec in specs.values()}
-            results = dict(zip(endpoints, await asyncio.gather(*(self._probe(s) for s in endpoints.values())),
-                               strict=True))
-            report = {}
-            for tier, spec in specs.items():
-                mode, detail = results[self._endpoint(spec)]
-                if mode == "ONLINE" and self._provider.breaker.is_open(spec.provider):
-                    mode, detail = "API_ERROR", "skipped after repeated failures"
-                report[tier.value] = {"mode": mode, "model": spec.model, "provider": spec.provider, "detail": detail}
-            self._cached = (time.monotonic(), report)
-        return self._with_speeds(report)
+        """Every tier's state; one probe per distinct endpoint, reused for `cache_seconds`."""
+        specs = self._provider.specs
+        endpoints = {self._endpoint(spec): spec for spec in specs.values()}
+        results = dict(zip(endpoints, await asyncio.gather(*(self._checked(e, s) for e, s in endpoints.items())),
+                           strict=True))
+        return self._with_speeds({tier.value: self._entry(spec, *results[self._endpoint(spec)])
+                                  for tier, spec in specs.items()})
+
+    async def tier(self, tier: Tier) -> dict[str, Any]:
+        """One tier's state, probing only its own endpoint: a dispatch asks about the local model
+        without waiting for a cloud provider's answer."""
+        spec = self._provider.specs[tier]
+        return self._with_speeds({tier.value: self._entry(spec, *await self._checked(self._endpoint(spec), spec))})[
+            tier.value]
+
+    def _entry(self, spec: TierSpec, mode: Mode, detail: str) -> dict[str, Any]:
+        if mode == "ONLINE" and self._provider.breaker.is_open(spec.provider):
+            mode, detail = "API_ERROR", "skipped after repeated failures"
+        return {"mode": mode, "model": spec.model, "provider": spec.provider, "detail": detail}
+
+    async def _checked(self, endpoint: Endpoint, spec: TierSpec) -> tuple[Mode, str]:
+        """The endpoint's state, probed at most once per `cache_seconds` (one probe at a time)."""
+        async with self._locks.setdefault(endpoint, asyncio.Lock()):
+            cached = self._probed.get(endpoint)
+            if cached is not None and time.monotonic() - cached[0] < self._cache_seconds:
+                return cached[1]
+            result = await self._probe(spec)
+            self._probed[endpoint] = (time.monotonic(), result)
+            return result
 
     def _with_speeds(self, report: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """Each tier with its model's generation speed as this pod measured it (null before the
@@ -57,12 +73,8 @@ class ProviderHealth:
                                if entry["model"] in speeds else None}
                 for tier, entry in report.items()}
 
-    async def mode(self, tier: Tier) -> Mode:
-        mode: Mode = (await self.report())[tier.value]["mode"]
-        return mode
-
     @staticmethod
-    def _endpoint(spec: TierSpec) -> tuple[str, str, str | None]:
+    def _endpoint(spec: TierSpec) -> Endpoint:
         return (spec.provider, spec.api_base or DEFAULT_BASES.get(spec.provider, ""), spec.api_key)
 
     async def _probe(self, spec: TierSpec) -> tuple[Mode, str]:

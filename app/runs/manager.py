@@ -145,7 +145,7 @@ class RunManager:
         rules = request.rules
         if self._llm_health is None or rules.auto_use_anthropic or rules.auto_use_openai or rules.auto_use_gemini:
             return None
-        local = (await self._llm_health.report()).get(Tier.LOCAL_FAST.value) or {}
+        local = await self._llm_health.tier(Tier.LOCAL_FAST)
         if local.get("mode") != "OFFLINE":
             return None
         return texts(language).local_model_offline.format(model=local.get("model"), detail=local.get("detail"))

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from app.config import Settings
 from app.llm.health import ProviderHealth
 from app.llm.provider import HeartbeatTimeoutError, LitellmProvider, LlmError, LlmOverflowError
+from app.llm.tiers import Tier
 from tests.fixtures.llm_server import Reply, ScriptedLlmServer
 from tests.support import free_port, wait_until
 
@@ -207,3 +208,21 @@ async def test_generation_speed_is_measured_per_model_and_shown_by_health(provid
         report = await health.report()  # the cached report shows the new figure too
     assert report["local_fast"]["tokens_per_second"] == round(speed, 1)
     assert report["cloud_reasoning"]["tokens_per_second"] is None
+
+
+async def test_one_tiers_state_probes_only_its_own_endpoint(llm: ScriptedLlmServer) -> None:
+    """A dispatch asks whether the local model is up; it must not wait for a cloud provider. The
+    cloud endpoint here accepts connections and never answers: only the full report goes there."""
+    accepted: list[object] = []
+    server = await asyncio.start_server(lambda reader, writer: accepted.append(writer), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    provider = LitellmProvider(Settings(ollama_url=llm.url, local_model="test-model", anthropic_api_key="k",
+                                        anthropic_api_base=f"http://127.0.0.1:{port}"))
+    async with server, httpx.AsyncClient() as http:
+        health = ProviderHealth(provider, http, cache_seconds=60, timeout=0.5)
+        local = await health.tier(Tier.LOCAL_FAST)
+        assert local["mode"] == "ONLINE" and local["model"] == "ollama_chat/test-model"
+        assert accepted == []
+        report = await health.report()
+        assert len(accepted) == 1 and report["cloud_reasoning"]["mode"] == "OFFLINE"
+        assert report["local_fast"]["mode"] == "ONLINE"
