@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.graph.goals import finished_ids
+from app.graph.nodes._common import clip
 from app.graph.progress import goal_share
 from app.texts import Texts
 
@@ -50,10 +51,6 @@ def activity_of(node: str, state: Mapping[str, Any]) -> GoalActivity | None:
                         steps=len(steps), attempt=int(state.get("attempt") or 1), share=goal_share(state, node))
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
-
-
 def goal_states(run: Mapping[str, Any], activity: Mapping[str, GoalActivity], t: Texts, node: str = "") -> str:
     """"1. Add alpha: done; 2. Add gamma: running (execute_step, step 1/2); 3. Add beta: waiting"
     for a plan of several goals, "" otherwise. `node` is the run's own node now: a goal worked on
@@ -79,5 +76,5 @@ def goal_states(run: Mapping[str, Any], activity: Mapping[str, GoalActivity], t:
             state = t.goal_state_running.format(node=seen.node, step=step)
         else:
             state = t.goal_state_waiting
-        parts.append(f"{index + 1}. {_clip(str(goal.get('title', gid)))}: {state}")
+        parts.append(f"{index + 1}. {clip(str(goal.get('title', gid)), TITLE_CHARS)}: {state}")
     return "; ".join(parts)

@@ -28,14 +28,14 @@ from app.clients.kotlin import KotlinClient
 from app.graph import progress
 from app.graph.builder import NODE_NAMES
 from app.graph.context import RunContext
-from app.graph.nodes._common import run_language
+from app.graph.nodes._common import clip, run_language
 from app.graph.state import reducers
 from app.llm.scope import current_scope
 from app.observability.metrics import Metrics
 from app.persistence.mongo import is_unreachable
 from app.persistence.outage import MongoOutage
 from app.runs.events import EventLog
-from app.runs.goal_progress import GoalActivity, activity_of, goal_states
+from app.runs.goal_progress import TITLE_CHARS, GoalActivity, activity_of, goal_states
 from app.schemas.kotlin import ProgressPush
 from app.texts import Texts, texts
 
@@ -267,11 +267,7 @@ class RunDriver:
                 step_index=int(tracked.get("current_step_index") or 0), total_steps=len(steps),
             )
             self._kotlin.push_progress_nowait(push)
-            events.publish("node_start", {"node": node, "message": push.message, "percent": push.percent,
-                                          "goal_index": push.goal_index, "total_goals": push.total_goals,
-                                          "step_index": push.step_index, "total_steps": push.total_steps,
-                                          "attempt": int(tracked.get("attempt") or 1),
-                                          **_goal_field(run_progress, texts(language))})
+            _publish_start(events, push, run_progress, texts(language), attempt=int(tracked.get("attempt") or 1))
         else:
             error = chunk.get("error")
             began = started.pop(chunk.get("id", node), None)
@@ -301,24 +297,24 @@ class RunDriver:
         run_progress.percent = max(run_progress.percent, progress.wave_percent(tracked, shares))
         language = run_language(tracked, self._context.settings)
         t = texts(language)
-        title = activity.title if len(activity.title) <= 60 else activity.title[:59] + "…"
+        title = clip(activity.title, TITLE_CHARS)
         push = ProgressPush(
             task_id=run.task_id, client_id=run.client_id, node=node,
             message=f"{title}: {progress.message(state, node, t, language)}", percent=run_progress.percent,
             goal_index=activity.index, total_goals=len(tracked.get("goals") or []),
             step_index=max(0, activity.step - 1), total_steps=activity.steps)
         self._kotlin.push_progress_nowait(push)
-        events.publish("node_start", {"node": node, "message": push.message, "percent": push.percent,
-                                      "goal_index": push.goal_index, "total_goals": push.total_goals,
-                                      "step_index": push.step_index, "total_steps": push.total_steps,
-                                      "attempt": activity.attempt, "goal_id": activity.goal_id,
-                                      **_goal_field(run_progress, t)})
+        _publish_start(events, push, run_progress, t, attempt=activity.attempt, goal_id=activity.goal_id)
 
 
-def _goal_field(run_progress: RunProgress, t: Texts) -> dict[str, str]:
-    """`goals`: every goal's state, for a plan of several goals."""
+def _publish_start(events: EventLog, push: ProgressPush, run_progress: RunProgress, t: Texts, *, attempt: int,
+                   **more: str) -> None:
+    """The SSE `node_start` of a progress push, with every goal's state in a plan of several goals."""
     states = run_progress.goal_states(t)
-    return {"goals": states} if states else {}
+    events.publish("node_start", {"node": push.node, "message": push.message, "percent": push.percent,
+                                  "goal_index": push.goal_index, "total_goals": push.total_goals,
+                                  "step_index": push.step_index, "total_steps": push.total_steps,
+                                  "attempt": attempt, **more, **({"goals": states} if states else {})})
 
 
 def _interrupt_payload(update: Any) -> tuple[dict[str, Any], str | None]:
