@@ -49,6 +49,7 @@ from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver
 from app.runs.manager import RunManager
 from app.runs.recovery import RecoveryService
+from app.runs.views import RunViews
 from app.runtime.pod_identity import claim_pod_identity
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,8 @@ log = logging.getLogger(__name__)
 class Services:
     settings: Settings
     runs: RunManager
+    views: RunViews
+    """Reads of runs for people: the list, one run, its diff."""
     events: EventHub
     health: HealthChecker
     kotlin: KotlinClient
@@ -167,7 +170,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             llm=llm, store=RuleStore(kb), progress_sink=kotlin,
             progress_interval=settings.correction_progress_interval_seconds, language=settings.response_language,
         )
-        app.state.services = Services(settings=settings, runs=manager, events=events, health=health,
+        views = RunViews(manager=manager, runs=run_store, graph=graph, driver=driver, events=events,
+                         workspaces=workspaces)
+        app.state.services = Services(settings=settings, runs=manager, views=views, events=events, health=health,
                                       kotlin=kotlin, metrics=metrics, context_store=context_store,
                                       chat_compressor=ChatCompressor(llm), correction=correction, redact=redact)
         log.info("orchestrator ready (pod %s from %s, runner %s, max %d concurrent)", identity.pod_id,

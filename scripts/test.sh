@@ -3,9 +3,24 @@
 # and type checks (ruff and mypy, configured in pyproject.toml): a finding of either fails the run
 # before any test starts. JERVIS_LINT=0 skips them (for a quick run of a few tests).
 source "$(dirname "$0")/_venv.sh" requirements-dev.txt
+# The whole suite's real-agent tests (tests/agent_images) need Aider in .cache/agents/aider-venv: on
+# a fresh clone its one-time install (about 45 s) starts now, beside the lint; their fixture waits
+# for it (the installer holds a file lock) and redoes it if it failed.
+AIDER_VENV=.cache/agents/aider-venv
+if [ "$#" -eq 0 ] && [ ! -f "$AIDER_VENV/.jervis-installed" ]; then
+  mkdir -p .cache/agents
+  .venv/bin/python -c 'import sys; from pathlib import Path; from app.agents.aider_install import ensure_aider
+ensure_aider(Path(sys.argv[1]), log=lambda _: None)' "$AIDER_VENV" > .cache/agents/preinstall.log 2>&1 &
+fi
 if [ "${JERVIS_LINT:-1}" != 0 ]; then
   .venv/bin/ruff check . || { echo "ruff found problems (.venv/bin/ruff check --fix . fixes some)" >&2; exit 1; }
   .venv/bin/python -m mypy || { echo "mypy found problems" >&2; exit 1; }
+fi
+# The console's browser tests (tests/ui) drive Debian's Chromium; install it when it is missing.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing Debian's chromium for the browser tests …" >&2
+  SUDO=""; [ "$(id -u)" != 0 ] && SUDO="sudo"
+  $SUDO apt-get install -y -q chromium >&2 || { $SUDO apt-get update -q >&2 && $SUDO apt-get install -y -q chromium >&2; }
 fi
 set +e
 .venv/bin/python -m pytest -q "$@"

@@ -151,9 +151,15 @@ class WorkspaceSnapshots:
 
     async def diff(self, workspace: Path, base: str, *, max_chars: int = 12000) -> str:
         """Unified diff from the base to the working tree now, for a review; bounded to `max_chars`."""
-        _check_object_id(base)
-        current = await self.current_tree(workspace)
-        out = await self._git.run(workspace, "diff", *DIFF_OPTIONS, base, current, "--")
+        return await self.diff_between(workspace, base, None, max_chars=max_chars)
+
+    async def diff_between(self, workspace: Path, old: str, new: str | None, *, max_chars: int = 12000) -> str:
+        """Unified diff from tree `old` to tree `new` (None: the working tree now); bounded."""
+        _check_object_id(old)
+        if new is not None:
+            _check_object_id(new)
+        new = new or await self.current_tree(workspace)
+        out = await self._git.run(workspace, "diff", *DIFF_OPTIONS, old, new, "--")
         return _bounded(out.decode(errors="replace"), max_chars, "diff")
 
     async def diff_stat(self, workspace: Path, base: str, *, max_chars: int = 2000) -> str:

@@ -6,18 +6,30 @@ because Kubernetes cannot send a secret header: without the token `/health/live`
 `/health/ready` answer by status code with only `status`, and `/health` with only `status` and
 `busy` (what Kotlin reads); their full reports need the token. The token is compared in constant
 time. Off by default, because the Kotlin client sends no token.
+
+The console (`/ui`) is a browser page, which cannot add a header to a page load or an
+EventSource: its login form (`/ui/login`, open) checks the token and sets a cookie holding a
+key derived from it (HttpOnly, SameSite=Strict), which this middleware takes in place of the
+header. A request that changes something on the strength of the cookie alone must also carry
+`X-Jervis-Console: 1`, a header no other site's page can send here without CORS.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-#: Reachable without the token (the probes); `/health` too, reduced (see `is_authenticated`).
-OPEN_PATHS = frozenset({"/health/live", "/health/ready", "/health"})
+#: Reachable without the token (the probes, the console's login); `/health` too, reduced (see `is_authenticated`).
+OPEN_PATHS = frozenset({"/health/live", "/health/ready", "/health", "/ui/login", "/ui/logout"})
+#: The console's static files (no data in them): the login page needs its stylesheet.
+OPEN_PREFIX = "/ui/assets/"
+CONSOLE_COOKIE = "jervis_console"
+CONSOLE_HEADER = b"x-jervis-console"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 UNAUTHORIZED = ("Missing or wrong API token: send 'Authorization: Bearer <API_TOKEN>' "
                 "(the terminal client sends JERVIS_API_TOKEN)")
 _STATE_KEY = "jervis_authenticated"
@@ -35,13 +47,17 @@ class ApiTokenMiddleware:
             await self._app(scope, receive, send)
             return
         token = self._token(scope)
-        presented = _presented(scope)
-        authenticated = token is None or (presented is not None and hmac.compare_digest(presented, token.encode()))
+        authenticated = token is None or _authenticated(scope, token)
         scope.setdefault("state", {})[_STATE_KEY] = authenticated
-        if authenticated or (scope["type"] == "http" and scope.get("path") in OPEN_PATHS):
+        path = str(scope.get("path") or "")
+        if authenticated or (scope["type"] == "http" and (path in OPEN_PATHS or path.startswith(OPEN_PREFIX))):
             await self._app(scope, receive, send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008, "reason": "API token required"})
+        elif scope.get("method") == "GET" and (path == "/ui" or path.startswith("/ui/")):
+            await send({"type": "http.response.start", "status": 303, "headers": [
+                (b"location", b"/ui/login"), (b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
         else:
             body = json.dumps({"detail": UNAUTHORIZED}).encode()
             await send({"type": "http.response.start", "status": 401, "headers": [
@@ -50,13 +66,30 @@ class ApiTokenMiddleware:
             await send({"type": "http.response.body", "body": body})
 
 
-def _presented(scope: Scope) -> bytes | None:
-    """The bearer token of the request's Authorization header, or None."""
-    for name, value in scope.get("headers") or ():
-        if name == b"authorization":
-            scheme, _, credentials = value.partition(b" ")
-            return credentials.strip() if scheme.lower() == b"bearer" and credentials.strip() else None
+def _authenticated(scope: Scope, token: str) -> bool:
+    """The bearer header carries the token, or the console's cookie its key (with the console's
+    header on a request that changes something)."""
+    headers = dict(scope.get("headers") or ())
+    scheme, _, credentials = headers.get(b"authorization", b"").partition(b" ")
+    if scheme.lower() == b"bearer" and credentials.strip():
+        return hmac.compare_digest(credentials.strip(), token.encode())
+    cookie = _cookie(headers.get(b"cookie", b""), CONSOLE_COOKIE)
+    if cookie is None or not hmac.compare_digest(cookie, console_key(token).encode()):
+        return False
+    return scope.get("method", "GET") in SAFE_METHODS or headers.get(CONSOLE_HEADER) == b"1"
+
+
+def _cookie(header: bytes, name: str) -> bytes | None:
+    for part in header.split(b";"):
+        key, _, value = part.strip().partition(b"=")
+        if key == name.encode() and value:
+            return value
     return None
+
+
+def console_key(token: str) -> str:
+    """What the console's cookie holds: derived from the token, so the cookie is not the token."""
+    return hmac.new(token.encode(), b"jervis-console-session", hashlib.sha256).hexdigest()
 
 
 def is_authenticated(state: object) -> bool:

@@ -15,6 +15,7 @@ from app.observability.metrics import Metrics
 from app.observability.redaction import Redactor
 from app.runs.events import EventHub
 from app.runs.manager import RunManager
+from app.runs.views import RunViews
 
 
 def get_settings(request: Request) -> Settings:
@@ -24,6 +25,11 @@ def get_settings(request: Request) -> Settings:
 
 def get_run_manager(request: Request) -> RunManager:
     service: RunManager = request.app.state.services.runs
+    return service
+
+
+def get_run_views(request: Request) -> RunViews:
+    service: RunViews = request.app.state.services.views
     return service
 
 
@@ -61,6 +67,7 @@ def get_redactor(request: Request) -> Redactor:
 
 
 RunManagerDep = Annotated[RunManager, Depends(get_run_manager)]
+RunViewsDep = Annotated[RunViews, Depends(get_run_views)]
 EventHubDep = Annotated[EventHub, Depends(get_event_hub)]
 HealthDep = Annotated[HealthChecker, Depends(get_health)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]

@@ -2,8 +2,8 @@
 
 from fastapi import APIRouter
 
-from app.api.routes import correction, health, internal, metrics, orchestrate, runs, stream
+from app.api.routes import correction, health, internal, metrics, orchestrate, runs, stream, ui
 
 api_router = APIRouter()
-for module in (orchestrate, runs, stream, health, metrics, internal, correction):
+for module in (orchestrate, runs, stream, health, metrics, internal, correction, ui):
     api_router.include_router(module.router)

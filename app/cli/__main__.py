@@ -3,8 +3,10 @@ modules that do the work, and turns the result into an exit code (app/cli/codes.
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import select
 import sys
 import time
 from collections.abc import Callable
@@ -27,7 +29,7 @@ from app.cli.client import (
 from app.cli.codes import HELP, ExitCode
 from app.cli.receiver import DEFAULT_ADDRESS, PortTakenError, PushReceiver, parse_address
 from app.cli.render import Renderer
-from app.cli.session import POLL_SECONDS, RunSession
+from app.cli.session import POLL_SECONDS, AnsweredElsewhereError, RunSession
 from app.cli.wire import RuleOverrides, approval_body, new_task_id, orchestrate_request, request_body, rules_with
 from app.cli.workspace import PlacementError, claim, fetch_back
 from app.schemas.kotlin import StreamStartResponse
@@ -35,6 +37,8 @@ from app.schemas.kotlin import StreamStartResponse
 REPO_ROOT = Path(__file__).resolve().parents[2]
 AGENTS = ("auto", "aider", "openhands", "claude", "junie")
 BUSY_RETRY_SECONDS = 15.0
+#: How often a question at the terminal checks whether it was answered elsewhere (the console).
+ELSEWHERE_POLL_SECONDS = 2.0
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -95,16 +99,32 @@ def service_call(call: Callable[[], T]) -> T:
         fail(str(exc), ExitCode.FAILED)
 
 
-def ask_terminal(prompt: str) -> str | None:
-    """One line from stdin; None when it is closed (a pipe that ran out)."""
-    try:
-        answer = input(f"{prompt}: ")
-    except EOFError:
+def ask_terminal(prompt: str, answered_elsewhere: Callable[[], bool] = lambda: False, *,
+                 poll_seconds: float = ELSEWHERE_POLL_SECONDS) -> str | None:
+    """One line from stdin; None when it is closed (a pipe that ran out). While nothing is typed,
+    `answered_elsewhere` is asked every few seconds: the question may be answered in the console."""
+    click.echo(f"{prompt}: ", nl=False)
+    while not _typed_within(poll_seconds):
+        if answered_elsewhere():
+            click.echo("")
+            raise AnsweredElsewhereError
+    line = sys.stdin.readline()
+    if not line:
         click.echo("")
         return None
+    answer = line.rstrip("\n")
     if not sys.stdin.isatty():  # piped: show what was read, so the transcript reads like a dialogue
         click.echo(answer)
     return answer
+
+
+def _typed_within(seconds: float) -> bool:
+    """Whether stdin has a line (or its end) to read within `seconds`; a stream that cannot be
+    waited on (no file descriptor: a test runner's, some IDEs') is simply read."""
+    try:
+        return bool(select.select([sys.stdin], [], [], seconds)[0])
+    except (io.UnsupportedOperation, ValueError, OSError):
+        return True
 
 
 def confirm_terminal(prompt: str) -> bool:

@@ -38,10 +38,16 @@ UNKNOWN_SECONDS = 30.0
 #: a refused push and logs it as failed; Kotlin, whose role the client plays, is always there).
 SETTLE_SECONDS = 2.0
 
-Ask = Callable[[str], str | None]
-"""Reads one answer; None when stdin is closed. Ctrl-C raises KeyboardInterrupt."""
+Ask = Callable[[str, Callable[[], bool]], str | None]
+"""Reads one answer; None when stdin is closed. Ctrl-C raises KeyboardInterrupt. While it waits it
+calls the probe now and then: True means the question was answered elsewhere (the console,
+Kotlin, another terminal), and it raises `AnsweredElsewhereError` instead of waiting on."""
 Confirm = Callable[[str], bool]
 """Yes/no; raises KeyboardInterrupt or EOFError when the user wants out."""
+
+
+class AnsweredElsewhereError(Exception):
+    """The question the terminal asks was answered by someone else meanwhile."""
 
 
 class ServiceLostError(ConnectionError):
@@ -240,7 +246,11 @@ class RunSession:
             question = ("Your answer" if interrupt.is_clarification
                         else "Approve? (yes / no, optionally with a condition or a reason)")
             while True:
-                answer = self._ask(question)
+                try:
+                    answer = self._ask(question, lambda: self._answered_elsewhere(interrupt))
+                except AnsweredElsewhereError:
+                    self._render.say("  answered elsewhere (the console or another client): following the run")
+                    return None
                 if answer is None:
                     self._render.warn(f"no answer (stdin closed): the run waits. Answer later with\n"
                                       f"  jervis approve {self.thread_id} \"yes\"   (or --no)")
@@ -253,6 +263,14 @@ class RunSession:
             self.rejected = interrupt.action if is_rejection(text) else None
         self._resume(approval_body(text, clarification=interrupt.is_clarification))
         return None
+
+    def _answered_elsewhere(self, interrupt: Interrupt) -> bool:
+        """The run no longer waits on this question (an unreachable service says nothing)."""
+        try:
+            now = self._client.status(self.thread_id)
+        except ServiceError:
+            return False
+        return now.status != "interrupted" or (now.interrupt_action or interrupt.action) != interrupt.action
 
     def _resume(self, body: dict[str, object]) -> None:
         deadline = self._clock() + self._lost_seconds

@@ -34,6 +34,8 @@ class RunRecord(BaseModel):
     artifacts: list[str] = []
     cloud_approved: bool = False
     language: str | None = None
+    request: str | None = None
+    """The request's first line (clipped): what a list of runs shows of it."""
     """The run's language, known at its start: a run that ends before its first checkpoint is told in it."""
     usage: dict[str, Any] = {}
     percent: float = 0.0
@@ -183,12 +185,13 @@ class RunStore:
         if thread_ids:
             await self._collection.update_many({"_id": {"$in": thread_ids}}, {"$set": {"announced": True}})
 
-    async def recent(self, limit: int) -> list[RunRecord]:
-        """The `limit` most recently updated runs, newest first (ties: the later thread id first,
-        so the order is stable)."""
+    async def recent(self, limit: int, status: RunStatus | None = None) -> list[RunRecord]:
+        """The `limit` most recently updated runs (in `status`, when given), newest first (ties: the
+        later thread id first, so the order is stable)."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        cursor = self._collection.find({}).sort([("updated_at", -1), ("_id", -1)]).limit(limit)
+        query = {"status": status} if status else {}
+        cursor = self._collection.find(query).sort([("updated_at", -1), ("_id", -1)]).limit(limit)
         return [_record(doc) async for doc in cursor]
 
 

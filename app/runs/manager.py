@@ -45,9 +45,8 @@ from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome
 from app.runs.segment import default_limits, initial_state, segment_scope
-from app.runs.status import record_of, run_summary, status_map
+from app.runs.status import first_line, record_of, status_map
 from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest, StatusPush
-from app.schemas.runs import RunList
 from app.schemas.thread_ids import new_thread_id, task_id_of
 from app.texts import texts
 
@@ -117,7 +116,8 @@ class RunManager:
                               limits=default_limits(self._settings))
         record = RunRecord(thread_id=thread_id, task_id=request.task_id, client_id=request.client_id,
                            status="running", pod_id=self._admission.pod_id, fence=slot.token,
-                           language=run_language(state, self._settings), created_at=time.time(),
+                           language=run_language(state, self._settings), request=first_line(request.query),
+                           created_at=time.time(),
                            updated_at=time.time())
         try:  # durable before the 200: a pod that dies right after it leaves a run recovery ends or continues
             await self._runs.create(record)
@@ -251,19 +251,9 @@ class RunManager:
                               goals=run.progress.goal_states(texts(run_language(run.progress.values, self._settings))))
         return status_map(thread_id, record_of(run.identity, run.outcome))
 
-    async def recent(self, limit: int) -> RunList:
-        """The latest runs, newest first (`GET /runs`). A run executing here shows its live
-        percent (its record trails it by up to a node); one that just ended, its outcome."""
-        summaries = []
-        for record in await self._runs.recent(limit):
-            run = self._active.get(record.thread_id)
-            if run is not None and run.outcome is None:
-                record = record.model_copy(update={"percent": max(record.percent, run.progress.percent)})
-            elif run is not None and run.outcome is not None:
-                record = record_of(run.identity, run.outcome).model_copy(
-                    update={"created_at": record.created_at, "updated_at": record.updated_at})
-            summaries.append(run_summary(record))
-        return RunList(runs=summaries)
+    def live(self, thread_id: str) -> ActiveRun | None:
+        """The run when it executes (or just ended) in this process."""
+        return self._active.get(thread_id)
 
     # --- adoption (called by app.runs.recovery) -------------------------------------------------
 

@@ -17,6 +17,9 @@ from app.runs.lifecycle import RunIdentity, RunOutcome
 from app.schemas.kotlin import status_reply
 from app.schemas.runs import NodeUsage, RunSummary, RunUsage
 
+#: Characters of a request's first line kept in its run record.
+REQUEST_CHARS = 200
+
 
 def status_map(thread_id: str, record: RunRecord | None, *, live_percent: float | None = None,
                goals: str = "") -> dict[str, str]:
@@ -76,9 +79,16 @@ def run_summary(record: RunRecord) -> RunSummary:
     return RunSummary(
         thread_id=record.thread_id, task_id=record.task_id, client_id=record.client_id, status=record.status,
         percent=record.percent, branch=record.branch or None, summary=record.summary or None,
-        error=record.error or None, created_at=_iso(record.created_at), updated_at=_iso(record.updated_at),
-        usage=run_usage(record.usage),
+        error=record.error or None, request=record.request or None,
+        waiting=(record.interrupt_action or "unknown") if record.status == "interrupted" else None,
+        created_at=_iso(record.created_at), updated_at=_iso(record.updated_at), usage=run_usage(record.usage),
     )
+
+
+def first_line(text: str, limit: int = REQUEST_CHARS) -> str:
+    """A request's first non-empty line, clipped: what a list of runs shows of it."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 def run_usage(usage: dict[str, Any]) -> RunUsage | None:

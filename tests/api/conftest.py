@@ -10,15 +10,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fixtures.service import ServiceProcess, service_env
+from tests.fixtures.service import ServiceProcess, local_service_process
 
 
 @pytest.fixture(scope="session")
 def local_service(mongo_server: Any, llm_server: Any, kotlin_server: Any, kb_server: Any, data_root: Path,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
-    env = service_env(mongo_url=mongo_server.url, llm_url=llm_server.url, kotlin_url=kotlin_server.url,
-                      kb_url=kb_server.url, data_root=data_root)
-    proc = ServiceProcess(env=env, log_path=tmp_path_factory.mktemp("svc") / "service-api.log").start()
+    proc = local_service_process(mongo_server, llm_server, kotlin_server, kb_server, data_root,
+                                 tmp_path_factory.mktemp("svc") / "service-api.log")
     yield proc
     proc.stop()
 

@@ -69,3 +69,28 @@ def test_the_terminal_client_sends_the_token_from_its_environment(guarded: Servi
     assert refused.exit_code == ExitCode.REJECTED_REQUEST and "JERVIS_API_TOKEN" in refused.output
     answered = CliRunner().invoke(cli, [*args, "--json"], env={"JERVIS_API_TOKEN": TOKEN})
     assert answered.exit_code == ExitCode.FAILED and '"status": "unknown"' in answered.output
+
+
+def test_the_console_signs_in_with_the_token_and_keeps_a_cookie_not_the_token(guarded: ServiceProcess) -> None:
+    with guarded.client() as http:
+        page = http.get("/ui")
+        assert page.status_code == 303 and page.headers["location"] == "/ui/login"
+        assert http.get("/ui/runs/thread-x-1").headers["location"] == "/ui/login"
+        assert http.get("/ui/login").status_code == 200 and 'name="token"' in http.get("/ui/login").text
+        assert http.get("/ui/assets/console.css").status_code == 200  # the login page's stylesheet
+        assert http.get("/runs", cookies={"jervis_console": TOKEN}).status_code == 401  # the token is not the key
+        wrong = http.post("/ui/login", data={"token": "wrong-token"})
+        assert wrong.status_code == 401 and "not the service's API token" in wrong.text
+        signed = http.post("/ui/login", data={"token": TOKEN})
+        assert signed.status_code == 303 and signed.headers["location"] == "/ui"
+        cookie = signed.cookies["jervis_console"]
+        assert TOKEN not in cookie and "httponly" in signed.headers["set-cookie"].lower()
+        assert "samesite=strict" in signed.headers["set-cookie"].lower()
+        jar = {"jervis_console": cookie}
+        assert http.get("/ui", cookies=jar).status_code == 200
+        assert http.get("/runs", cookies=jar).status_code == 200
+        # A change on the strength of the cookie needs the console's header (no other site can send it)
+        assert http.post(f"/cancel/{UNKNOWN}", cookies=jar).status_code == 401
+        assert http.post(f"/cancel/{UNKNOWN}", cookies=jar, headers={"X-Jervis-Console": "1"}).status_code == 404
+        out = http.post("/ui/logout", cookies=jar)
+        assert out.status_code == 303 and 'jervis_console=""' in out.headers["set-cookie"]

@@ -154,7 +154,8 @@ NOT_THE_SERVICE = ("app/cli/", "app/dev/")
 
 def test_the_image_ships_the_service_only(instructions: list[Instruction], ignore: list[dockerignore.Pattern]) -> None:
     """What the runtime stage copies holds no terminal client and no launcher of embedded servers,
-    and the service itself is all there: every module `app.main` imports, transitively."""
+    and the service itself is all there: every module `app.main` imports, transitively, and the
+    console's page and assets (read from the package at run time)."""
     copied: list[str] = []
     for instruction in stages(instructions)[-1]:
         if instruction.keyword == "COPY" and "--from=" not in instruction.args:
@@ -165,6 +166,8 @@ def test_the_image_ships_the_service_only(instructions: list[Instruction], ignor
     for module in imported_app_modules("app.main"):
         path = module.replace(".", "/")
         assert f"{path}.py" in shipped or f"{path}/__init__.py" in shipped, f"{module} is not in the image"
+    console = sorted(p.relative_to(REPO_ROOT).as_posix() for p in (REPO_ROOT / "app/api/console").iterdir())
+    assert "app/api/console/console.js" in console and set(console) <= set(copied)
 
 
 def imported_app_modules(root: str) -> set[str]:

@@ -31,8 +31,8 @@ from tests.support import (
     steps_json,
 )
 
-RUN_KEYS = ["thread_id", "task_id", "client_id", "status", "percent", "branch", "summary", "error", "created_at",
-            "updated_at", "usage"]
+RUN_KEYS = ["thread_id", "task_id", "client_id", "status", "percent", "branch", "summary", "error", "request",
+            "waiting", "created_at", "updated_at", "usage"]
 
 
 @pytest.fixture(scope="module")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
-from app.cli.__main__ import cli
+from app.cli.__main__ import ask_terminal, cli
 from app.cli.codes import ExitCode
+from app.cli.session import AnsweredElsewhereError
 from app.cli.wire import AUTO_CLARIFICATION, KOTLIN_FIELDS
 from app.schemas.kotlin import OrchestrateRequest
 from tests.support import make_git_repo
@@ -189,3 +192,20 @@ def test_list_prints_runs_newest_first(fake_service: FakeService) -> None:
     assert "thread-def-1" in lines[1] and "boom" in lines[1]
     assert '"thread_id": "thread-def-1"' in raw.stdout
     assert invoke("list", "--url", fake_service.url, "--limit", "0").exit_code == 2
+
+
+def test_the_prompt_gives_way_when_the_question_is_answered_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real pipe as stdin: nothing typed, the probe says answered → the prompt stops; a typed
+    line is read as before, and a closed pipe is None."""
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end) as stdin, os.fdopen(write_end, "w") as typed:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        probes: list[int] = []
+        with pytest.raises(AnsweredElsewhereError):
+            ask_terminal("Approve?", lambda: probes.append(1) is None and len(probes) >= 3, poll_seconds=0.01)
+        assert len(probes) == 3
+        typed.write("ano\n")
+        typed.flush()
+        assert ask_terminal("Approve?", lambda: True, poll_seconds=0.01) == "ano"
+        typed.close()
+        assert ask_terminal("Approve?", lambda: False, poll_seconds=0.01) is None

@@ -1,0 +1,76 @@
+"""What people read about runs (`GET /runs`, `GET /runs/{thread_id}`, its diff): the run records
+joined with what this pod knows live (a run executing here is ahead of its record) and, for one
+run, its checkpoint. Reads only: every action goes through the run manager."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.pregel import Pregel
+
+from app.agents.snapshots import WorkspaceSnapshots
+from app.agents.workspace import WorkspaceManager
+from app.persistence.runs import RunStatus, RunStore
+from app.runs.detail import run_detail
+from app.runs.diffs import run_diff
+from app.runs.errors import RunNotFoundError
+from app.runs.events import EventHub
+from app.runs.lifecycle import RunDriver
+from app.runs.manager import RunManager
+from app.runs.status import record_of, run_summary
+from app.schemas.runs import RunDetail, RunDiff, RunList
+
+
+class RunViews:
+    def __init__(self, *, manager: RunManager, runs: RunStore, graph: Pregel[Any, Any, Any, Any], driver: RunDriver,
+                 events: EventHub, workspaces: WorkspaceManager, snapshots: WorkspaceSnapshots | None = None) -> None:
+        self._manager = manager
+        self._runs = runs
+        self._graph = graph
+        self._driver = driver
+        self._events = events
+        self._workspaces = workspaces
+        self._snapshots = snapshots or WorkspaceSnapshots()
+
+    async def recent(self, limit: int, status: RunStatus | None = None) -> RunList:
+        """The latest runs, newest first. A run executing here shows its live percent (its record
+        trails it by up to a node); one that just ended, its outcome. `status` keeps only runs in
+        it ("interrupted" is a run waiting for its user)."""
+        summaries = []
+        for record in await self._runs.recent(limit, status):
+            run = self._manager.live(record.thread_id)
+            if run is not None and run.outcome is None:
+                record = record.model_copy(update={"percent": max(record.percent, run.progress.percent)})
+            elif run is not None and run.outcome is not None:
+                record = record_of(run.identity, run.outcome).model_copy(
+                    update={"created_at": record.created_at, "updated_at": record.updated_at,
+                            "request": record.request})
+            summaries.append(run_summary(record))
+        return RunList(runs=summaries)
+
+    async def detail(self, thread_id: str) -> RunDetail:
+        record = await self._runs.get(thread_id)
+        if record is None:
+            raise RunNotFoundError(f"No orchestration {thread_id}")
+        run = self._manager.live(thread_id)
+        running = run is not None and run.outcome is None
+        values = await self._values(thread_id)
+        if running:
+            assert run is not None
+            record = record.model_copy(update={"percent": max(record.percent, run.progress.percent)})
+        if run is not None and run.outcome is not None:
+            record = record_of(run.identity, run.outcome).model_copy(update={
+                "created_at": record.created_at, "updated_at": record.updated_at, "request": record.request,
+                "answer": record.answer, "usage": run.outcome.usage or record.usage})
+        return run_detail(record, values, node=run.progress.node if running and run else None, running=running,
+                          live=self._events.get(thread_id) is not None)
+
+    async def diff(self, thread_id: str) -> RunDiff:
+        values = await self._values(thread_id)
+        if not values:
+            raise RunNotFoundError(f"No orchestration {thread_id}")
+        return await run_diff(self._snapshots, self._workspaces, values)
+
+    async def _values(self, thread_id: str) -> dict[str, Any]:
+        """The run's state at its latest checkpoint (the source of truth, on any pod)."""
+        return dict((await self._graph.aget_state(self._driver.config(thread_id))).values or {})
