@@ -29,7 +29,7 @@ def run_detail(record: RunRecord, values: Mapping[str, Any], *, node: str | None
     question = None
     if record.status == "interrupted":
         action = record.interrupt_action or "unknown"
-        question = Question(action=action, description=record.interrupt_description or "",
+        question = Question(id=record.interrupt_id, action=action, description=record.interrupt_description or "",
                             clarification=action == CLARIFY_ACTION)
     report = record.report or (record.summary if record.status == "done" else None) or values.get("final_result")
     return RunDetail(

@@ -86,6 +86,8 @@ class GoalView(BaseModel):
 class Question(BaseModel):
     """What a waiting run asks; answered with `POST /approve/{thread_id}` (the body Kotlin sends)."""
 
+    id: str | None = None
+    """The interrupt's id: a new question has a new one, though its action and text may repeat."""
     action: str
     description: str
     clarification: bool

@@ -100,6 +100,9 @@ def test_the_list_shows_a_new_run_and_its_page_answers_the_commit_gate(
     assert answer["approved"] is True and answer["interrupt_action"] == "commit"
     expect(page.locator("#report")).to_contain_text("app/health.py")
     expect(page).to_have_title(f"{REQUEST.splitlines()[0]} · Jervis")
+    expect(page.locator("#question")).to_be_hidden()  # nothing waits any more: no question, no badge
+    expect(page.locator("#waiting-badge")).to_be_hidden()
+    expect(page.locator("#timeline li[data-kind=agent_log] pre").last).to_contain_text("Committed 1 file(s)")
 
 
 def test_cancel_from_the_page_ends_the_run(page: Page, console_service: ServiceProcess, llm: Any, kotlin: Any,

@@ -168,6 +168,7 @@ function listPage(root) {
 function runPage(root, threadId) {
   const header = el("section", { class: "run-header" });
   const question = el("section", { class: "question", id: "question", hidden: true });
+  const answerNote = el("p", { id: "answer-result", role: "status" });
   const timeline = el("ol", { class: "timeline", id: "timeline" });
   const plan = el("div", { id: "plan" });
   const budget = el("div", { id: "budget" });
@@ -176,7 +177,7 @@ function runPage(root, threadId) {
   const streamNote = el("p", { class: "muted small", id: "stream-note" });
   fill(root,
     el("p", {}, el("a", { href: "/ui", "data-nav": true, text: "← all runs" })),
-    header, question,
+    header, question, answerNote,
     el("div", { class: "columns" },
       el("section", { class: "panel" }, el("h2", { text: "Timeline" }), streamNote, timeline),
       el("div", {},
@@ -192,6 +193,14 @@ function runPage(root, threadId) {
   const starts = new Map();
   let logBox = null;
   let reloadTimer = null;
+  // The timeline follows its end, unless the reader scrolled up (then it stays where they are).
+  let following = true;
+  timeline.addEventListener("scroll", () => {
+    following = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 40;
+  });
+  function followEnd() {
+    if (following) timeline.scrollTop = timeline.scrollHeight;
+  }
 
   // Events come in bursts (a replay when the stream opens): one reload for the burst.
   function reloadSoon(withDiff = false) {
@@ -209,6 +218,7 @@ function runPage(root, threadId) {
     if (status === 404) { fill(header, el("h1", { text: "No such run" }), el("p", { text: threadId })); return; }
     if (!ok) return;
     const first = detail === null;
+    if (!first && detail.status !== body.status) refreshWaiting();  // the badge follows at once
     detail = body;
     drawHeader();
     drawQuestion();
@@ -239,30 +249,33 @@ function runPage(root, threadId) {
   function drawQuestion() {
     const q = detail.question;
     if (!q) {
-      if (!question.dataset.answered) question.hidden = true;
+      question.hidden = true;
+      delete question.dataset.key;
       return;
     }
-    if (question.dataset.action === q.action && question.dataset.description === q.description && !question.hidden) return;
-    question.dataset.action = q.action;
-    question.dataset.description = q.description;
-    delete question.dataset.answered;
+    const key = q.id || `${q.action}\n${q.description}`;
+    if (question.dataset.key === key) return;
+    question.dataset.key = key;
     const text = el("textarea", { id: "answer-text", rows: 3,
       placeholder: q.clarification ? "Your answer" : "Or answer in words (e.g. \"yes, but name the branch feature/x\")" });
-    const result = el("p", { id: "answer-result", role: "status" });
     const buttons = q.clarification ? [] : [
-      el("button", { class: "primary", id: "answer-yes", text: "Yes", onclick: () => answer(true, "yes", result) }),
-      el("button", { id: "answer-no", text: "No", onclick: () => answer(false, "no", result) })];
+      el("button", { class: "primary", id: "answer-yes", text: "Yes", onclick: () => answer(true, "yes") }),
+      el("button", { id: "answer-no", text: "No", onclick: () => answer(false, "no") })];
     fill(question,
       el("h2", { text: `The run waits for you: ${q.action}` }),
       el("pre", { class: "question-text", id: "question-text", text: q.description }),
       el("div", { class: "answer-row" }, ...buttons),
       el("div", { class: "answer-row" }, text, el("button", { id: "answer-send", text: "Send answer", onclick: () => {
         const words = text.value.trim();
-        if (!words) { result.textContent = "Write an answer first."; return; }
-        answer(q.clarification ? true : approves(words), words, result);
-      } })),
-      result);
+        if (!words) { say("Write an answer first.", false); return; }
+        answer(q.clarification ? true : approves(words), words);
+      } })));
     question.hidden = false;
+  }
+
+  function say(message, ok) {
+    answerNote.textContent = message;
+    answerNote.className = ok ? "ok" : "error";
   }
 
   // Kotlin's rule for a typed answer to an approval: approved when the text says yes in either language.
@@ -271,26 +284,23 @@ function runPage(root, threadId) {
     return ["ano", "yes", "approve", "schval"].some((w) => lower.includes(w));
   }
 
-  async function answer(approved, reason, result) {
+  async function answer(approved, reason) {
     question.querySelectorAll("button").forEach((b) => { b.disabled = true; });
     const { status, ok, body } = await api(`/approve/${encodeURIComponent(threadId)}`, {
       method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ approved, modification: null, reason }),
     });
     if (ok) {
-      result.textContent = body.status === "ended" ? "Answered: the run ends." : "Answered: the run goes on.";
-      question.dataset.answered = "1";
+      say(body.status === "ended" ? "Answered: the run ends." : "Answered: the run goes on.", true);
       if (!stream) openStream();
     } else if (status === 409 && body && body.answered && body.answered.answered_at) {
       const a = body.answered;
-      result.textContent = `Already answered elsewhere: ${a.approved ? "approved" : "declined"} at ${a.answered_at}` +
-        ` on pod ${a.pod_id}.`;
-      question.dataset.answered = "1";
+      say(`Already answered elsewhere: ${a.approved ? "approved" : "declined"} at ${a.answered_at} on pod ${a.pod_id}.`,
+        false);
     } else {
-      result.textContent = `Not taken (${status}): ${body && body.detail ? body.detail : "no reason given"}`;
+      say(`Not taken (${status}): ${body && body.detail ? body.detail : "no reason given"}`, false);
       question.querySelectorAll("button").forEach((b) => { b.disabled = false; });
     }
-    result.className = ok ? "ok" : "error";
     load();
   }
 
@@ -362,7 +372,7 @@ function runPage(root, threadId) {
       el("span", { class: "text", text }));
     timeline.append(item);
     if (kind !== "agent_log") logBox = null;
-    item.scrollIntoView({ block: "nearest" });
+    followEnd();
     return item;
   }
 
@@ -393,6 +403,8 @@ function runPage(root, threadId) {
         }
         const lines = (logBox.textContent + data.line + "\n").split("\n");
         logBox.textContent = lines.slice(-LOG_TAIL - 1).join("\n");
+        logBox.scrollTop = logBox.scrollHeight;
+        followEnd();
         break;
       }
       case "agent_start": addEntry("agent", `${data.agent} started`, data.ts); break;
