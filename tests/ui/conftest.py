@@ -24,10 +24,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
-    """Module-scoped: between its calls Playwright's sync API marks its event loop as the thread's
-    running loop, which would refuse every asyncio test after this module."""
+    """Package-scoped (tests/ui only): between its calls Playwright's sync API marks its event loop as the thread's
+    running loop, which would refuse every asyncio test after this package."""
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         pytest.fail("Chromium is missing: ./scripts/test.sh installs it (apt-get install chromium)")
     with sync_playwright() as playwright:
@@ -37,11 +37,12 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def console_service(mongo_server: Any, llm_server: Any, kotlin_server: Any, kb_server: Any, data_root: Path,
                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     proc = local_service_process(mongo_server, llm_server, kotlin_server, kb_server, data_root,
-                                 tmp_path_factory.mktemp("svc") / "service-console.log")
+                                 tmp_path_factory.mktemp("svc") / "service-console.log",
+                                 epic_max_parallel_goals=2)  # an epic's independent goals side by side
     yield proc
     proc.stop()
 

@@ -256,6 +256,7 @@ function runPage(root, threadId) {
     const key = q.id || `${q.action}\n${q.description}`;
     if (question.dataset.key === key) return;
     question.dataset.key = key;
+    say("", true);  // a new question: the note on the last answer is over
     const text = el("textarea", { id: "answer-text", rows: 3,
       placeholder: q.clarification ? "Your answer" : "Or answer in words (e.g. \"yes, but name the branch feature/x\")" });
     const buttons = q.clarification ? [] : [
