@@ -22,9 +22,11 @@ TITLE_CHARS = 120
 
 
 def run_detail(record: RunRecord, values: Mapping[str, Any], *, node: str | None = None,
-               running: bool = False, live: bool = False) -> RunDetail:
+               running: bool = False, live: bool = False,
+               goals_in_wave: Mapping[str, Mapping[str, Any]] | None = None) -> RunDetail:
     """`running`: the run executes on this pod now (`node` is its node), so its current goal and
-    step are running rather than waiting."""
+    step are running rather than waiting. `goals_in_wave`: the own state of each goal of a wave
+    still running (by goal id), where its steps and attempts are until the wave is merged."""
     task = values.get("task") or {}
     question = None
     if record.status == "interrupted":
@@ -34,13 +36,14 @@ def run_detail(record: RunRecord, values: Mapping[str, Any], *, node: str | None
     report = record.report or (record.summary if record.status == "done" else None) or values.get("final_result")
     return RunDetail(
         **run_summary(record).model_dump(), query=task.get("query") or None, node=node or None,
-        question=question, answer=record.answer, goals=plan_view(values, running=running),
+        question=question, answer=record.answer, goals=plan_view(values, running=running, goals_in_wave=goals_in_wave),
         budget=budget_use(record.usage, task.get("budget_limits")), report=report or None,
         warnings=[str(w) for w in values.get("warnings") or []][-20:], live=live,
     )
 
 
-def plan_view(values: Mapping[str, Any], *, running: bool) -> list[GoalView]:
+def plan_view(values: Mapping[str, Any], *, running: bool,
+              goals_in_wave: Mapping[str, Mapping[str, Any]] | None = None) -> list[GoalView]:
     goals = list(values.get("goals") or [])
     if not goals:
         return []
@@ -53,10 +56,15 @@ def plan_view(values: Mapping[str, Any], *, running: bool) -> list[GoalView]:
     for index, goal in enumerate(goals):
         gid = str(goal.get("id"))
         is_current = not in_wave and index == current and gid not in done
-        steps = steps_view(values, index, planned=values.get("steps") if is_current else None,
-                           running=running and is_current)
+        own = (goals_in_wave or {}).get(gid) if gid in in_wave and gid not in done else None
+        if own is not None:  # a goal of a wave, in its own subgraph
+            steps = steps_view(own, index, planned=own.get("steps"), running=running)
+        else:
+            steps = steps_view(values, index, planned=values.get("steps") if is_current else None,
+                               running=running and is_current)
         # every planned step finished: done, though its summary is written later (at the commit gate)
-        finished = gid in done or (is_current and bool(steps) and all(s.status in ("done", "skipped") for s in steps))
+        finished = gid in done or ((is_current or own is not None) and bool(steps)
+                                   and all(s.status in ("done", "skipped") for s in steps))
         status = "done" if finished else "running" if running and (gid in in_wave or is_current) else "waiting"
         views.append(GoalView(
             id=gid, title=_clip(str(goal.get("title") or gid)), dependencies=list(goal.get("dependencies") or []),
@@ -84,12 +92,12 @@ def steps_view(values: Mapping[str, Any], goal_index: int, *, planned: Sequence[
                                 agent=r.get("agent_type")) for r in tried]
         if index in skipped:
             status = "skipped"
+        elif tried and tried[-1].get("success"):
+            status = "done"
         elif planned is not None and index == current_step and running:
-            status = "running"
-        elif tried:
-            status = "done" if tried[-1].get("success") else "failed"
+            status = "running"  # its first attempt, or a retry after a failed one
         else:
-            status = "waiting"
+            status = "failed" if tried else "waiting"
         title = titles.get(index) or (_clip(str(tried[-1].get("title") or "")) if tried else "") or f"#{index + 1}"
         kind = kinds.get(index) or (str(tried[-1].get("step_type") or "code") if tried else "code")
         views.append(StepView(index=index, title=title, step_type=kind, status=status, attempts=attempts))

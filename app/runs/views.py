@@ -4,9 +4,12 @@ run, its checkpoint. Reads only: every action goes through the run manager."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.pregel import Pregel
+from langgraph.types import PregelTask
 
 from app.agents.snapshots import WorkspaceSnapshots
 from app.agents.workspace import WorkspaceManager
@@ -54,7 +57,9 @@ class RunViews:
             raise RunNotFoundError(f"No orchestration {thread_id}")
         run = self._manager.live(thread_id)
         running = run is not None and run.outcome is None
-        values = await self._values(thread_id)
+        snapshot = await self._graph.aget_state(self._driver.config(thread_id))
+        values = dict(snapshot.values or {})
+        goals_in_wave = await self._wave_goals(thread_id, snapshot.tasks) if values.get("wave") else {}
         if running:
             assert run is not None
             record = record.model_copy(update={"percent": max(record.percent, run.progress.percent)})
@@ -63,13 +68,32 @@ class RunViews:
                 "created_at": record.created_at, "updated_at": record.updated_at, "request": record.request,
                 "answer": record.answer, "usage": run.outcome.usage or record.usage})
         return run_detail(record, values, node=run.progress.node if running and run else None, running=running,
-                          live=self._events.get(thread_id) is not None)
+                          live=self._events.get(thread_id) is not None, goals_in_wave=goals_in_wave)
 
     async def diff(self, thread_id: str) -> RunDiff:
         values = await self._values(thread_id)
         if not values:
             raise RunNotFoundError(f"No orchestration {thread_id}")
         return await run_diff(self._snapshots, self._workspaces, values)
+
+    async def _wave_goals(self, thread_id: str, tasks: Sequence[PregelTask]) -> dict[str, dict[str, Any]]:
+        """Each running goal's own state (its subgraph's latest checkpoint, by goal id): the steps
+        and attempts of goals of a wave live there until the wave is merged."""
+        saver = self._graph.checkpointer
+        if not isinstance(saver, BaseCheckpointSaver):
+            return {}
+        found: dict[str, dict[str, Any]] = {}
+        for task in tasks:
+            if task.name != "run_goal":
+                continue
+            config = self._driver.config(thread_id)
+            config["configurable"] = {**config.get("configurable", {}), "checkpoint_ns": f"run_goal:{task.id}"}
+            saved = await saver.aget_tuple(config)
+            state = dict(saved.checkpoint.get("channel_values") or {}) if saved else {}
+            goals, index = state.get("goals") or [], int(state.get("current_goal_index") or 0)
+            if 0 <= index < len(goals):
+                found[str(goals[index].get("id"))] = state
+        return found
 
     async def _values(self, thread_id: str) -> dict[str, Any]:
         """The run's state at its latest checkpoint (the source of truth, on any pod)."""

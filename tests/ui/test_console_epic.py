@@ -53,6 +53,9 @@ def test_an_epics_waves_goals_and_per_goal_diffs_on_the_run_page(
     for goal in ("a", "c"):
         expect(plan.locator(f'[data-goal="{goal}"] > div [data-status=running]')).to_be_visible(timeout=30_000)
     expect(plan.locator('[data-goal="b"] > div [data-status=waiting]')).to_be_visible()
+    for goal, title in (("a", "Write alpha.py"), ("c", "Write gamma.py")):  # read from each goal's own checkpoint
+        expect(plan.locator(f'[data-goal="{goal}"] .step [data-status=running]')).to_be_visible(timeout=30_000)
+        expect(plan.locator(f'[data-goal="{goal}"] .step')).to_contain_text(title)
     expect(page.locator("#timeline")).to_contain_text("Add alpha: ")  # a goal's node, named after it
     expect(page.locator("#timeline")).to_contain_text("Add gamma: ")
     release.touch()

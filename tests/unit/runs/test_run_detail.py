@@ -112,3 +112,21 @@ def test_diff_spans_run_from_goal_to_goal_and_step_to_step() -> None:
         ("Goal 2, step 1: Write beta.py", "step", TREE["b"], TREE["c"]),  # … or where the next step began
         ("Goal 2, step 2: Test beta", "step", TREE["c"], None),  # the step in progress: to the working tree now
     ]
+
+
+def test_goals_of_a_running_wave_show_the_steps_of_their_own_state() -> None:
+    """A wave goal's steps and attempts live in its subgraph until the merge: the view reads them
+    from there, and a goal whose steps all finished in its worktree is done."""
+    values = {"goals": EPIC["goals"], "wave": {"number": 1, "goals": ["g1", "g3"]}, "current_goal_index": 0,
+              "steps": [], "step_results": []}
+    alpha = {"goals": EPIC["goals"], "current_goal_index": 0, "current_step_index": 0,
+             "steps": [{"index": 0, "instructions": "Write alpha.py"}],
+             "step_results": [result(0, 0, 1, True, TREE["a"], title="Write alpha.py")]}
+    gamma = {"goals": EPIC["goals"], "current_goal_index": 2, "current_step_index": 1,
+             "steps": [{"index": 0, "instructions": "Write gamma.py"}, {"index": 1, "instructions": "Test gamma"}],
+             "step_results": [result(2, 0, 1, True, TREE["b"], title="Write gamma.py")]}
+    goals = plan_view(values, running=True, goals_in_wave={"g1": alpha, "g3": gamma})
+    assert [(g.id, g.status) for g in goals] == [("g1", "done"), ("g2", "waiting"), ("g3", "running")]
+    assert [(s.title, s.status) for s in goals[2].steps] == [("Write gamma.py", "done"), ("Test gamma", "running")]
+    assert goals[1].steps == []
+    assert [g.status for g in plan_view(values, running=True)] == ["running", "waiting", "running"]
