@@ -108,7 +108,7 @@ def test_the_list_shows_a_new_run_and_its_page_answers_the_commit_gate(
 def test_cancel_from_the_page_ends_the_run(page: Page, console_service: ServiceProcess, llm: Any, kotlin: Any,
                                            data_root: Path) -> None:
     llm.script(*code_task_script(files={"late.txt": "never"}, extra_instructions="@@SLEEP 30"))
-    thread_id, repo, _ = start_run(console_service, data_root, query="Write late.txt")
+    thread_id, repo, _ = start_run(console_service, data_root, query="Write the late file")
     page.goto(f"/ui/runs/{thread_id}")
     expect(page.locator('#timeline li[data-node="execute_step"]')).to_be_visible()
     expect(page.locator("#plan .step [data-status=running]")).to_have_count(1)
