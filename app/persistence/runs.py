@@ -34,9 +34,9 @@ class RunRecord(BaseModel):
     artifacts: list[str] = []
     cloud_approved: bool = False
     language: str | None = None
+    """The run's language, known at its start: a run that ends before its first checkpoint is told in it."""
     request: str | None = None
     """The request's first line (clipped): what a list of runs shows of it."""
-    """The run's language, known at its start: a run that ends before its first checkpoint is told in it."""
     usage: dict[str, Any] = {}
     percent: float = 0.0
     """Highest progress reported (100 when done)."""

@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.graph.goals import finished_ids, plan_order
+from app.graph.nodes._common import clip
 from app.persistence.runs import RunRecord
-from app.runs.status import run_summary
+from app.runs.status import first_line, run_summary
 from app.schemas.runs import BudgetUse, GoalView, Question, RunDetail, StepAttempt, StepView
 
 #: The interrupt answered in words rather than yes / no (Kotlin sends approved=true with the text).
@@ -67,8 +68,9 @@ def plan_view(values: Mapping[str, Any], *, running: bool,
                                    and all(s.status in ("done", "skipped") for s in steps))
         status = "done" if finished else "running" if running and (gid in in_wave or is_current) else "waiting"
         views.append(GoalView(
-            id=gid, title=_clip(str(goal.get("title") or gid)), dependencies=list(goal.get("dependencies") or []),
-            wave=wave_of.get(gid), status=status, summary=summaries.get(gid) or None, steps=steps))
+            id=gid, title=clip(str(goal.get("title") or gid), TITLE_CHARS),
+            dependencies=list(goal.get("dependencies") or []), wave=wave_of.get(gid), status=status,
+            summary=summaries.get(gid) or None, steps=steps))
     return views
 
 
@@ -81,7 +83,8 @@ def steps_view(values: Mapping[str, Any], goal_index: int, *, planned: Sequence[
     by_step: dict[int, list[Mapping[str, Any]]] = {}
     for result in results:
         by_step.setdefault(int(result.get("step_index", 0)), []).append(result)
-    titles = {int(s.get("index", i)): _title(str(s.get("instructions") or "")) for i, s in enumerate(planned or [])}
+    titles = {int(s.get("index", i)): first_line(str(s.get("instructions") or ""), TITLE_CHARS)
+              for i, s in enumerate(planned or [])}
     kinds = {int(s.get("index", i)): str(s.get("step_type") or "code") for i, s in enumerate(planned or [])}
     current_step = int(values.get("current_step_index") or 0)
     views = []
@@ -98,7 +101,8 @@ def steps_view(values: Mapping[str, Any], goal_index: int, *, planned: Sequence[
             status = "running"  # its first attempt, or a retry after a failed one
         else:
             status = "failed" if tried else "waiting"
-        title = titles.get(index) or (_clip(str(tried[-1].get("title") or "")) if tried else "") or f"#{index + 1}"
+        tried_title = clip(str(tried[-1].get("title") or ""), TITLE_CHARS) if tried else ""
+        title = titles.get(index) or tried_title or f"#{index + 1}"
         kind = kinds.get(index) or (str(tried[-1].get("step_type") or "code") if tried else "code")
         views.append(StepView(index=index, title=title, step_type=kind, status=status, attempts=attempts))
     return views
@@ -110,10 +114,3 @@ def budget_use(usage: Mapping[str, Any], limits: Mapping[str, Any] | None) -> Bu
                      cost_usd=float(usage.get("cost_usd", 0.0)), max_cost_usd=limits.get("max_cost_usd"),
                      seconds=float(usage.get("seconds", 0.0)), max_seconds=limits.get("max_seconds"))
 
-
-def _title(instructions: str) -> str:
-    return _clip(next((line.strip() for line in instructions.splitlines() if line.strip()), ""))
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1].rstrip() + "…"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from app.graph.nodes._common import clip
 from app.llm.budget import describe_nodes, node_usage
 from app.persistence.runs import RunRecord
 from app.runs.lifecycle import RunIdentity, RunOutcome
@@ -87,8 +88,7 @@ def run_summary(record: RunRecord) -> RunSummary:
 
 def first_line(text: str, limit: int = REQUEST_CHARS) -> str:
     """A request's first non-empty line, clipped: what a list of runs shows of it."""
-    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return clip(next((part.strip() for part in text.splitlines() if part.strip()), ""), limit)
 
 
 def run_usage(usage: dict[str, Any]) -> RunUsage | None:

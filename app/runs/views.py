@@ -13,7 +13,7 @@ from langgraph.types import PregelTask
 
 from app.agents.snapshots import WorkspaceSnapshots
 from app.agents.workspace import WorkspaceManager
-from app.persistence.runs import RunStatus, RunStore
+from app.persistence.runs import RunRecord, RunStatus, RunStore
 from app.runs.detail import run_detail
 from app.runs.diffs import run_diff
 from app.runs.errors import RunNotFoundError
@@ -36,20 +36,10 @@ class RunViews:
         self._snapshots = snapshots or WorkspaceSnapshots()
 
     async def recent(self, limit: int, status: RunStatus | None = None) -> RunList:
-        """The latest runs, newest first. A run executing here shows its live percent (its record
-        trails it by up to a node); one that just ended, its outcome. `status` keeps only runs in
-        it ("interrupted" is a run waiting for its user)."""
-        summaries = []
-        for record in await self._runs.recent(limit, status):
-            run = self._manager.live(record.thread_id)
-            if run is not None and run.outcome is None:
-                record = record.model_copy(update={"percent": max(record.percent, run.progress.percent)})
-            elif run is not None and run.outcome is not None:
-                record = record_of(run.identity, run.outcome).model_copy(
-                    update={"created_at": record.created_at, "updated_at": record.updated_at,
-                            "request": record.request})
-            summaries.append(run_summary(record))
-        return RunList(runs=summaries)
+        """The latest runs, newest first, as this pod knows them; `status` keeps only runs in it
+        ("interrupted" is a run waiting for its user)."""
+        records = await self._runs.recent(limit, status)
+        return RunList(runs=[run_summary(self._as_known_here(record)) for record in records])
 
     async def detail(self, thread_id: str) -> RunDetail:
         record = await self._runs.get(thread_id)
@@ -60,15 +50,22 @@ class RunViews:
         snapshot = await self._graph.aget_state(self._driver.config(thread_id))
         values = dict(snapshot.values or {})
         goals_in_wave = await self._wave_goals(thread_id, snapshot.tasks) if values.get("wave") else {}
-        if running:
-            assert run is not None
-            record = record.model_copy(update={"percent": max(record.percent, run.progress.percent)})
-        if run is not None and run.outcome is not None:
-            record = record_of(run.identity, run.outcome).model_copy(update={
-                "created_at": record.created_at, "updated_at": record.updated_at, "request": record.request,
-                "answer": record.answer, "usage": run.outcome.usage or record.usage})
-        return run_detail(record, values, node=run.progress.node if running and run else None, running=running,
+        node = run.progress.node if running and run is not None else None
+        return run_detail(self._as_known_here(record), values, node=node, running=running,
                           live=self._events.get(thread_id) is not None, goals_in_wave=goals_in_wave)
+
+    def _as_known_here(self, record: RunRecord) -> RunRecord:
+        """The record as this pod knows it: a run executing here shows its live percent (its record
+        trails it by up to a node); one that just ended here, its outcome (its record may not be
+        written yet), with what only the record holds."""
+        run = self._manager.live(record.thread_id)
+        if run is None:
+            return record
+        if run.outcome is None:
+            return record.model_copy(update={"percent": max(record.percent, run.progress.percent)})
+        return record_of(run.identity, run.outcome).model_copy(update={
+            "created_at": record.created_at, "updated_at": record.updated_at, "request": record.request,
+            "answer": record.answer, "usage": run.outcome.usage or record.usage})
 
     async def diff(self, thread_id: str) -> RunDiff:
         values = await self._values(thread_id)

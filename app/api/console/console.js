@@ -193,6 +193,7 @@ function runPage(root, threadId) {
   const starts = new Map();
   let logBox = null;
   let reloadTimer = null;
+  let reloadDiff = false;
   // The timeline follows its end, unless the reader scrolled up (then it stays where they are).
   let following = true;
   timeline.addEventListener("scroll", () => {
@@ -204,12 +205,12 @@ function runPage(root, threadId) {
 
   // Events come in bursts (a replay when the stream opens): one reload for the burst.
   function reloadSoon(withDiff = false) {
-    if (withDiff) reloadSoon.diff = true;
+    reloadDiff = reloadDiff || withDiff;
     if (reloadTimer) return;
     reloadTimer = setTimeout(() => {
       reloadTimer = null;
       load();
-      if (reloadSoon.diff) { reloadSoon.diff = false; loadDiff(); }
+      if (reloadDiff) { reloadDiff = false; loadDiff(); }
     }, 300);
   }
 
@@ -382,7 +383,7 @@ function runPage(root, threadId) {
       case "node_start": {
         const retry = data.attempt > 1 ? ` (attempt ${data.attempt})` : "";
         const item = addEntry("node", `${data.node}: ${data.message}${retry}`, data.ts, { "data-node": data.node });
-        starts.set(data.goal_id ? `${data.goal_id}:${data.node}` : data.node, item);
+        if (!data.goal_id) starts.set(data.node, item);  // node_end comes for the run's own nodes only
         if (typeof data.percent === "number" && detail) { detail.percent = Math.max(detail.percent, data.percent); drawHeader(); }
         break;
       }
@@ -397,10 +398,9 @@ function runPage(root, threadId) {
       }
       case "agent_log": {
         if (!logBox) {
-          logBox = el("pre", { class: "log-tail" });
-          const item = addEntry("agent_log", `${data.agent} output`, data.ts);
-          item.append(logBox);
-          logBox = item.querySelector("pre");
+          const box = el("pre", { class: "log-tail" });
+          addEntry("agent_log", `${data.agent} output`, data.ts).append(box);
+          logBox = box;  // after addEntry, which ends the previous output box
         }
         const lines = (logBox.textContent + data.line + "\n").split("\n");
         logBox.textContent = lines.slice(-LOG_TAIL - 1).join("\n");

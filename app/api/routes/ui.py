@@ -36,6 +36,7 @@ def _asset(name: str) -> bytes:
     return (ASSETS / name).read_bytes()
 
 
+@cache
 def _asset_names() -> frozenset[str]:
     return frozenset(p.name for p in ASSETS.iterdir() if p.suffix in _TYPES)
 
