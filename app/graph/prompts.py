@@ -5,11 +5,15 @@ may be a small model on a CPU."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from app.llm.provider import Message
 
 _LANGUAGES = {"cs": "Czech", "en": "English", "sk": "Slovak", "de": "German"}
+
+
+#: Workspace files a step planner sees at most (the rest is counted).
+PLAN_FILES_SHOWN = 60
 
 
 class Cap:
@@ -148,10 +152,13 @@ CODE_STEPS_SCHEMA = (
 
 
 def plan_steps(*, goal: str, task: str | None, done_before: str, context: str, language: str,
-               others: str = "") -> list[Message]:
+               others: str = "", files: Sequence[str] = ()) -> list[Message]:
     """The steps of a goal (an epic's), or of a whole single task (`task` None: the goal is the
     request). Asked for few, self-contained steps that keep the user's exact names and messages;
-    `others` are the plan's other goals, which the steps must leave to them."""
+    `others` are the plan's other goals, which the steps must leave to them. `files`: the
+    workspace's source files, the first `PLAN_FILES_SHOWN` of them shown (a small model that sees
+    none invents a project: `src/calculator.js` for a workspace holding `calc.py`). Test files are
+    left out: shown, the same model plans a step that edits the tests, which integrity refuses."""
     body = (
         "Write the execution steps of a coding task for a coding agent working in the repository. "
         "Usually one step is enough: split only work on separate parts of the code. Each step's "
@@ -162,8 +169,17 @@ def plan_steps(*, goal: str, task: str | None, done_before: str, context: str, l
     return [
         _system("plan_steps", body),
         _user([("Goal" if task else "Task", goal), ("Whole task", task), ("Done in earlier goals", done_before),
-               ("Other goals (planned separately: not part of this goal's steps)", others), ("Context", context)]),
+               ("Other goals (planned separately: not part of this goal's steps)", others),
+               ("Existing files (use these paths; change only what the task needs)", _listing(files)),
+               ("Context", context)]),
     ]
+
+
+def _listing(files: Sequence[str]) -> str:
+    shown = [f"- {path}" for path in files[:PLAN_FILES_SHOWN]]
+    if len(files) > PLAN_FILES_SHOWN:
+        shown.append(f"- … ({len(files) - PLAN_FILES_SHOWN} more)")
+    return "\n".join(shown)
 
 
 def execute_respond(*, instructions: str, task: str, context: str, language: str) -> list[Message]:

@@ -51,6 +51,13 @@ class RequestScope:
     functions: list[str] = field(default_factory=list)
     tests: list[str] = field(default_factory=list)
     """Test files covering the targets (named by the request, named after a target, or importing one)."""
+    files: list[str] = field(default_factory=list, compare=False, repr=False)
+    """The workspace's files (the bounded walk the scope was read from): context, not the scope."""
+
+    @property
+    def sources(self) -> list[str]:
+        """The workspace's files that are not tests."""
+        return [path for path in self.files if not is_test_file(path)]
 
     @property
     def one_file(self) -> bool:
@@ -139,7 +146,8 @@ def scope_of(query: str, root: Path | None) -> RequestScope:
     named_tests = [p for p in paths if is_test_file(p)]
     targets = [p for p in paths if not is_test_file(p)]
     tests = covering_tests(root, files, targets, named=named_tests) if root is not None else []
-    return RequestScope(targets=targets, named_tests=named_tests, functions=named_functions(query), tests=tests)
+    return RequestScope(targets=targets, named_tests=named_tests, functions=named_functions(query), tests=tests,
+                        files=files)
 
 
 def _test_stem(name: str) -> str:

@@ -85,7 +85,7 @@ async def code_steps(state: OrchestratorState, runtime: NodeRuntime) -> tuple[li
     try:
         planned = await ctx.llm.complete_json(
             prompts.plan_steps(goal=task["query"], task=None, done_before="", context=planning_context(state),
-                               language=language),
+                               language=language, files=scope.sources),
             StepPlan, max_tokens=prompts.Cap.STEPS)
     except (LlmJsonError, HeartbeatTimeoutError) as exc:  # a plan cut off, or a model that went silent
         log.warning("plan: no usable step plan (%s); the request is one step", exc)

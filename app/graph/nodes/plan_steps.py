@@ -61,7 +61,8 @@ async def plan_steps(state: OrchestratorState, runtime: NodeRuntime) -> dict[str
         else:
             planned = await ctx.llm.complete_json(
                 prompts.plan_steps(goal=goal_text, task=task["query"], done_before=done_before(state),
-                                   context=planning_context(state), language=language, others=other_goals(state)),
+                                   context=planning_context(state), language=language, others=other_goals(state),
+                                   files=scope.sources),
                 StepPlan, max_tokens=prompts.Cap.STEPS)
             steps = cleaned_steps(planned.steps)
     except (LlmJsonError, HeartbeatTimeoutError) as exc:  # a plan cut off, or a model that went silent

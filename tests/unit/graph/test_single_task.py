@@ -216,3 +216,20 @@ async def test_a_mixed_plans_answer_sees_the_earlier_steps_and_reaches_the_resul
     report = (await graph.aget_state(config)).values["final_result"]
     assert report.startswith(explanation.strip())  # the full answer, not a 300-character fact
     assert "Dokončeno 2 z 2 kroků. Změněné soubory: leap.py." in report and "Hotovo: Write leap.\n" in report
+
+
+async def test_the_planner_sees_the_workspaces_source_files_but_not_its_tests(
+        graph: Any, ctx: RunContext, llm: Any, exercise: str) -> None:
+    """A request that names no file: the step planner is shown the existing files, so the embedded
+    model plans on `leap.py` instead of inventing `src/leap.js`; the tests are not shown (shown, it
+    planned a step editing them, which integrity refuses)."""
+    llm.script(Reply(match=node_marker("plan_steps"), name="plan_steps",
+                     content=steps_json({"instructions": f"Write leap.\n{file_block('leap.py', LEAP)}",
+                                         "step_type": "code", "files": ["leap.py"]})))
+    state, config = start("Implement the leap year rule in the calendar module", workspace_path=exercise)
+    await told(graph, state, config, ctx)
+
+    [planned] = [r for r in llm.requests if r.matched == "plan_steps"]
+    listing = planned.last_user.split("## Existing files (use these paths; change only what the task needs)\n", 1)
+    assert len(listing) == 2, planned.last_user
+    assert listing[1].split("\n\n", 1)[0] == "- README.md\n- leap.py"  # test_leap.py left out
