@@ -35,6 +35,7 @@ from app.observability.redaction import Redactor
 from app.persistence import context_store as context_store_module
 from app.persistence import lock as lock_module
 from app.persistence import outbox as outbox_module
+from app.persistence import project_memory as project_memory_module
 from app.persistence import runs as runs_module
 from app.persistence.context_store import ContextStore
 from app.persistence.indexes import KOTLIN_INDEXES, ensure_indexes
@@ -42,6 +43,7 @@ from app.persistence.lock import OrchestrationLock
 from app.persistence.mongo import MongoConcerns, MongoTimeouts, create_client, create_sync_client, ping
 from app.persistence.outage import MongoOutage
 from app.persistence.outbox import OutboxStore
+from app.persistence.project_memory import ProjectMemory
 from app.persistence.redacting_serde import RedactingSerializer
 from app.persistence.runs import RunStore
 from app.runs.admission import Admission
@@ -134,6 +136,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         llm = LitellmProvider(settings, metrics=metrics)
         context = RunContext(
             settings=settings, llm=ApprovingLlm(llm), kb=kb, kotlin=kotlin, context_store=context_store,
+            project_memory=ProjectMemory(db[project_memory_module.COLLECTION_NAME]),
             runner=create_runner(settings, workspaces, metrics, redact=redact), workspaces=workspaces,
         )
         graph = build_graph().compile(checkpointer=checkpointer)

@@ -75,6 +75,8 @@ from app.persistence.context_store import ContextStore
 from app.persistence.mongo import create_client, create_sync_client
 from app.persistence.outbox import COLLECTION_NAME as OUTBOX_COLLECTION
 from app.persistence.outbox import OutboxStore
+from app.persistence.project_memory import COLLECTION_NAME as PROJECTS_COLLECTION
+from app.persistence.project_memory import ProjectMemory
 from app.runs.lifecycle import DURABILITY
 from app.runs.segment import initial_state
 from app.schemas.kotlin import OrchestrateRequest
@@ -221,6 +223,7 @@ class Bench:
     settings: dict[str, Any]
     data_root: Path
     store: ContextStore
+    projects: ProjectMemory
     kb_url: str
     kotlin_url: str
     outbox: OutboxStore
@@ -264,8 +267,8 @@ async def run_epic(bench: Bench, goals: list[Goal], parallel: int, repo_files: i
             settings=settings, llm=TimedLlm(ApprovingLlm(LitellmProvider(settings)), timeline),
             kb=KnowledgeBaseClient(http, bench.kb_url, bench.kb_url, timeout=2),
             kotlin=KotlinClient(http, bench.kotlin_url, OutboxWriter(bench.outbox)), context_store=bench.store,
-            runner=TimedRunner(LocalRunner(workspaces, settings), timeline), workspaces=workspaces,
-            snapshots=snapshots, worktrees=worktrees)
+            project_memory=bench.projects, runner=TimedRunner(LocalRunner(workspaces, settings), timeline),
+            workspaces=workspaces, snapshots=snapshots, worktrees=worktrees)
         started = time.monotonic()
         segment_input: Any = initial_state(request)
         for gate in ("approve_plan", "git_operations", None):  # the plan gate, the commit gate, the end
@@ -358,7 +361,7 @@ async def bench_runs(args: argparse.Namespace, work: Path, mongo_url: str, llm: 
     db = client["bench_epic_waves"]
     store = ContextStore(db[CONTEXT_COLLECTION])
     await store.setup()
-    bench = Bench(settings, data_root, store, kb.url, kotlin.url,
+    bench = Bench(settings, data_root, store, ProjectMemory(db[PROJECTS_COLLECTION]), kb.url, kotlin.url,
                   OutboxStore(db[OUTBOX_COLLECTION], pod_id="bench-epic-waves"), saver_client, "bench_epic_checkpoints")
     results: list[RunFigures] = []
     failed = 0

@@ -26,6 +26,7 @@ from app.graph.nodes.evaluate import evaluate
 from app.graph.nodes.evidence_pack import evidence_pack
 from app.graph.nodes.execute_step import execute_step
 from app.graph.nodes.finalize import finalize
+from app.graph.nodes.find_tests import find_tests
 from app.graph.nodes.git_operations import git_operations
 from app.graph.nodes.intake import intake
 from app.graph.nodes.merge_wave import merge_wave
@@ -42,7 +43,7 @@ from app.graph.state import OrchestratorInput, OrchestratorState
 from app.graph.writes import only_changes
 
 NODES: tuple[Node, ...] = (
-    intake, clarify, evidence_pack, respond, plan, plan_epic, design, approve_plan, select_goal, plan_steps,
+    intake, clarify, evidence_pack, find_tests, respond, plan, plan_epic, design, approve_plan, select_goal, plan_steps,
     execute_step, evaluate, reflect, ask_user, replan, advance_step, advance_goal, merge_wave, review_epic,
     git_operations, finalize,
 )
@@ -97,6 +98,7 @@ def build_graph(goal_graph: Pregel[Any, Any, Any, Any] | None = None,
     graph.add_conditional_edges("intake", routing.route_after_intake)
     graph.add_edge("clarify", "intake")
     graph.add_conditional_edges("evidence_pack", routing.route_by_category)
+    graph.add_conditional_edges("find_tests", routing.route_after_find_tests)
     graph.add_edge("respond", "finalize")
     graph.add_conditional_edges("plan", routing.route_after_plan)
     graph.add_edge("plan_epic", "approve_plan")

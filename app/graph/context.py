@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from app.clients.kotlin import KotlinClient
     from app.llm.provider import Llm
     from app.persistence.context_store import ContextStore
+    from app.persistence.project_memory import ProjectMemory
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +29,8 @@ class RunContext:
     kb: KnowledgeBaseClient
     kotlin: KotlinClient
     context_store: ContextStore
+    project_memory: ProjectMemory
+    """What the user told earlier runs about the project (the test command `require_tests` asked for)."""
     runner: AgentRunner
     workspaces: WorkspaceManager
     snapshots: WorkspaceSnapshots = field(default_factory=WorkspaceSnapshots)

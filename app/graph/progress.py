@@ -91,7 +91,23 @@ def message(state: Mapping[str, Any], node: str, t: Texts, language: str | None 
     why = retry_reason(state.get("recovery") or {}, language) if retry else ""
     if why:  # the reflection's conclusion (or the failure's first line) reaches Kotlin with the retry
         text = f"{text.rstrip('…')}: {why[:120]}"
+    elif node in _SAYS_TESTS and (tests := tests_note(state, t)):  # what will judge the work, from the start
+        text = f"{text.rstrip('…')} ({tests})"
     return text
+
+
+#: Node starts whose progress message names the test command (`require_tests`).
+_SAYS_TESTS = frozenset({"plan", "plan_epic", "design", "plan_steps", "evaluate"})
+
+
+def tests_note(state: Mapping[str, Any], t: Texts) -> str:
+    """"tests: python3 -m pytest -q (Python test files at the root)" once find_tests decided, else ""."""
+    plan = state.get("test_plan")
+    if not plan:
+        return ""
+    command = plan.get("command")
+    label = " ".join(command.split()) if isinstance(command, str) else " ".join(command or [])
+    return t.tests_found.format(command=label[:120], source=plan.get("source") or "-")
 
 
 def _wave_fields(state: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,26 @@ def route_after_intake(state: OrchestratorState) -> Literal["clarify", "evidence
     return "clarify" if state.get("needs_clarification") else "evidence_pack"
 
 
-def route_by_category(state: OrchestratorState) -> Literal["respond", "plan", "plan_epic", "design"]:
+WorkRoute = Literal["respond", "plan", "plan_epic", "design"]
+
+
+def route_by_category(state: OrchestratorState) -> Literal["respond", "plan", "plan_epic", "design", "find_tests"]:
+    """The planner of the request's category; under `require_tests`, work that may change code
+    first learns which command runs the tests (find_tests, once per run)."""
+    target = _category_route(state)
+    rules = state.get("rules")
+    tests_needed = bool(rules and rules.get("require_tests")) and state.get("test_plan") is None
+    if target != "respond" and tests_needed and state.get("task_action") not in ("respond", "tracker_ops"):
+        return "find_tests"
+    return target
+
+
+def route_after_find_tests(state: OrchestratorState) -> Literal["plan", "plan_epic", "design", "respond", "finalize"]:
+    """Planning once the test command is known; the end when none could be had (its error says why)."""
+    return "finalize" if state.get("error") else _category_route(state)
+
+
+def _category_route(state: OrchestratorState) -> WorkRoute:
     category = state.get("task_category")
     match category:
         case "advice":

@@ -20,6 +20,7 @@ from app.graph.state_parts import (
     GoalSummaryDict,
     JsonObject,
     KbHit,
+    PlannedTestsDict,
     RecoveryDict,
     RulesDict,
     StepDict,
@@ -128,6 +129,9 @@ class OrchestratorState(OrchestratorInput, total=False):
     """KB problems met by intake (unreachable, empty); evidence_pack lists them as unknowns."""
     allow_cloud_prompt: bool
     """The request asked for the cloud (intake writes; kept for the report and resumes)."""
+    test_plan: PlannedTestsDict | None
+    """The command that runs the project's tests under `require_tests`, and where it came from
+    (find_tests writes it before any planning; the plan gate, progress and the checks read it)."""
     # evidence
     evidence_pack: EvidencePackDict | None
     """What evidence_pack gathered (KB, tracker artifacts, facts, unknowns); plans and answers read it."""

@@ -271,3 +271,15 @@ class CommitApprovalDict(TypedDict, total=False):
     modification: str | None
     reason: str | None
     branch: str | None
+
+
+class PlannedTestsDict(TypedDict):
+    """Which command runs the project's tests (`require_tests`): find_tests writes it, the checks
+    read it through `app/graph/test_plan.py`."""
+
+    command: str | list[str]
+    """A shell command line (run with `sh -c`) or an argv."""
+    source: str
+    """Where it came from, in words ("Python test files at the root", "your answer")."""
+    origin: str
+    """environment | user | remembered | detected (`test_plan.Origin`)."""

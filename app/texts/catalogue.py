@@ -14,6 +14,7 @@ class Texts:
     node_intake: str
     node_clarify: str
     node_evidence_pack: str
+    node_find_tests: str
     node_respond: str
     node_plan: str
     node_plan_epic: str
@@ -53,6 +54,13 @@ class Texts:
     check_tests_failed: str
     check_tests_not_run: str
     check_no_test_command: str
+    # the test command under require_tests (find_tests)
+    tests_which_command: str
+    tests_none_stop: str
+    tests_found: str
+    tests_source_user: str
+    tests_source_remembered: str
+    tests_source_environment: str
     check_review_rejected: str
     check_review_no_verdict: str
     # recovery

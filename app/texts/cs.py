@@ -6,6 +6,7 @@ CS = Texts(
     node_intake="Analyzuji požadavek…",
     node_clarify="Čekám na upřesnění…",
     node_evidence_pack="Sbírám kontext z Knowledge Base…",
+    node_find_tests="Zjišťuji, jak se spouštějí testy projektu…",
     node_respond="Připravuji odpověď…",
     node_plan="Plánuji úlohu…",
     node_plan_epic="Plánuji epic…",
@@ -46,6 +47,16 @@ CS = Texts(
     check_tests_failed="Testy selhaly ({command}):\n{output}",
     check_tests_not_run="Testy nebyly spuštěny: {reason}",
     check_no_test_command="Testy nebyly spuštěny: v projektu jsem nenašel příkaz pro testy.",
+    tests_which_command=("Pravidla vyžadují otestovanou práci, ale nenašel jsem příkaz, který spouští testy tohoto "
+                         "projektu. Jakým příkazem se spouštějí (například `python3 -m pytest -q`)? Odpovězte "
+                         "\"bez testů\" a skončím bez jakékoli změny."),
+    tests_none_stop=("Zastaveno před jakoukoli změnou: pravidla vyžadují otestovanou práci (require_tests), "
+                     "ale příkaz, který spouští testy projektu, není znám. Přidejte testy, nebo napište, "
+                     "jak se spouštějí."),
+    tests_found="testy: {command} ({source})",
+    tests_source_user="vaše odpověď",
+    tests_source_remembered="vaše odpověď z dřívějšího běhu tohoto projektu",
+    tests_source_environment="prostředí požadavku",
     check_review_rejected="Review zamítlo změnu: {issues}",
     check_review_no_verdict="Review nedalo verdikt ({reason}).",
     recovery_question="Krok {step} cíle {goal} („{title}“) neprošel ani na {attempt}. pokus.\nChyba: {failure}",

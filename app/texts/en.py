@@ -6,6 +6,7 @@ EN = Texts(
     node_intake="Analysing the request…",
     node_clarify="Waiting for clarification…",
     node_evidence_pack="Gathering Knowledge Base context…",
+    node_find_tests="Finding how the project's tests run…",
     node_respond="Preparing the answer…",
     node_plan="Planning the task…",
     node_plan_epic="Planning the epic…",
@@ -48,6 +49,15 @@ EN = Texts(
     check_tests_failed="Tests failed ({command}):\n{output}",
     check_tests_not_run="Tests were not run: {reason}",
     check_no_test_command="Tests were not run: no test command was found in the project.",
+    tests_which_command=("The rules require tested work, but I found no command that runs this project's tests. "
+                         "Which command runs them (for example `python3 -m pytest -q`)? Answer \"no tests\" to stop "
+                         "without changing anything."),
+    tests_none_stop=("Stopped before any change: the rules require tested work (require_tests), but no command "
+                     "that runs the project's tests is known. Add tests, or say which command runs them."),
+    tests_found="tests: {command} ({source})",
+    tests_source_user="your answer",
+    tests_source_remembered="your answer on an earlier run of this project",
+    tests_source_environment="the request's environment",
     check_review_rejected="The review rejected the change: {issues}",
     check_review_no_verdict="The review gave no verdict ({reason}).",
     recovery_question="Step {step} of goal {goal} (“{title}”) failed on attempt {attempt}.\nError: {failure}",

@@ -180,18 +180,65 @@ def test_failing_tests_are_fed_back_and_the_retry_passes(client, llm, kotlin, wo
     assert prompts_of(llm, "reflect") == []  # a first failure needs no reflection call
 
 
-@LOCAL_ONLY
-def test_require_tests_without_a_test_command_passes_and_says_tests_did_not_run(client, llm, kotlin,
-                                                                                workspace) -> None:
-    rel, _ = workspace
-    script(llm, steps=steps_json(file_block("calc.py", CALC)))
-    thread_id = start(client, orchestrate_body(workspace_path=rel, rules=kotlin_rules(require_tests=True)))
+CHECK_CALC = ("from calc import subtract\nresult = subtract(5, 3)\n"
+              "assert result == 2, f'subtract(5, 3) returned {result}, expected 2'\nprint('calc ok')\n")
 
+
+def progress_messages(kotlin: Any, task_id: str) -> list[str]:
+    return [p.get("message", "") for p in kotlin.progress if p.get("taskId") == task_id]
+
+
+@LOCAL_ONLY
+def test_require_tests_without_tests_asks_for_the_command_runs_it_and_remembers_it(client, llm, kotlin,
+                                                                                   workspace) -> None:
+    rel, repo = workspace
+    (repo / "check_calc.py").write_text(CHECK_CALC)  # no test file by name, no build file: nothing to detect
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a check script")
+    script(llm, steps=steps_json(file_block("calc.py", CALC)))
+    body = orchestrate_body(workspace_path=rel, rules=kotlin_rules(require_tests=True))
+    thread_id = start(client, body)
+
+    asked = interrupt_of(kotlin, thread_id, "clarify")
+    assert "nenašel jsem příkaz, který spouští testy" in asked["interruptDescription"]
+    assert prompts_of(llm, "plan_steps") == []  # asked before any planning
+    assert client.post(f"/approve/{thread_id}", json=approval(True, "Spouští se `python3 check_calc.py`")
+                       ).status_code == 200
     approve_commit(client, kotlin, thread_id)
     done = kotlin.wait_for_status(thread_id=thread_id, status="done")
 
-    assert "Testy nebyly spuštěny: v projektu jsem nenašel příkaz pro testy." in done["summary"]
-    assert prompts_of(llm, "reflect") == []  # not a failure
+    assert committed_files(repo, done["branch"]) == ["calc.py"]
+    assert "Testy nebyly spuštěny" not in done["summary"]
+    events = sse_events(client, thread_id)
+    assert [data["command"] for _, kind, data in events if kind == "tests_start"] == ["python3 check_calc.py"]
+    assert any("testy: python3 check_calc.py (vaše odpověď)" in m for m in progress_messages(kotlin, body["task_id"]))
+
+    # the project's next run is not asked again: the answer was remembered
+    script(llm, steps=steps_json(file_block("calc.py", CALC + "\n\n\ndef add(a, b):\n    return a + b")))
+    again = orchestrate_body(workspace_path=rel, rules=kotlin_rules(require_tests=True))
+    second = start(client, again)
+    approve_commit(client, kotlin, second)
+    kotlin.wait_for_status(thread_id=second, status="done")
+    assert [s for s in kotlin.statuses if s["threadId"] == second and s.get("interruptAction") == "clarify"] == []
+    assert any("testy: python3 check_calc.py (vaše odpověď z dřívějšího běhu" in m
+               for m in progress_messages(kotlin, again["task_id"]))
+
+
+@LOCAL_ONLY
+def test_require_tests_without_tests_and_no_command_given_stops_before_any_change(client, llm, kotlin,
+                                                                                  workspace) -> None:
+    rel, repo = workspace
+    script(llm, steps=steps_json(file_block("calc.py", CALC)))
+    thread_id = start(client, orchestrate_body(workspace_path=rel, rules=kotlin_rules(require_tests=True)))
+
+    interrupt_of(kotlin, thread_id, "clarify")
+    assert client.post(f"/approve/{thread_id}", json=approval(True, "bez testů")).status_code == 200
+    error = kotlin.wait_for_status(thread_id=thread_id, status="error")
+
+    assert "Zastaveno před jakoukoli změnou" in error["error"]
+    assert not (repo / "calc.py").exists()
+    assert git(repo, "branch", "--list", "task/*").strip() == ""
+    assert [kind for _, kind, _ in sse_events(client, thread_id) if kind in ("agent_log", "tests_start")] == []
 
 
 @LOCAL_ONLY

@@ -18,6 +18,7 @@ from app.graph.answers import read_approval
 from app.graph.approval import classify_modification
 from app.graph.goals import GoalOrder, plan_order
 from app.graph.nodes._common import NodeRuntime, clip, run_key, run_language, task_of
+from app.graph.progress import tests_note
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict
 from app.schemas.domain import Complexity, Recovery, RecoveryAction
@@ -66,6 +67,8 @@ async def approve_plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
     header = (t.plan_gate_replanned.format(reason=state["replan_reason"], goals=todo, waves=len(waves))
               if state.get("replan_reason") else t.plan_gate.format(goals=todo, waves=len(waves)))
     description = plan_description(order, finished=finished, header=header, t=t)
+    if tests := tests_note(state, t):  # what will judge every goal's work
+        description = f"{description}\n{tests[:1].upper()}{tests[1:]}"
     drafted = state.get("design")
     if generative and drafted:  # the document the goals come from, before them
         description = t.design_gate.format(path=drafted["path"], summary=drafted["summary"]) + "\n\n" + description

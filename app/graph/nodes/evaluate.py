@@ -14,7 +14,6 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
-from app.agents.test_command import resolve_test_command
 from app.graph import integrity, step_changes, verification
 from app.graph.nodes._common import (
     NodeRuntime,
@@ -28,6 +27,7 @@ from app.graph.nodes._common import (
 )
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import Rules, StepResultDict, TaskDict
+from app.graph.test_plan import command_for
 from app.schemas.domain import CheckStatus, CodingStep, Evaluation, EvaluationCheck, ReviewVerdict, StepType
 from app.texts import Texts, texts
 
@@ -145,7 +145,7 @@ async def _integrity(state: OrchestratorState, runtime: NodeRuntime, step: Codin
 async def _tests(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep, workspace: Any, t: Texts,
                  warnings: list[str]) -> EvaluationCheck:
     ctx = runtime.context
-    command = resolve_test_command(state.get("environment"), workspace)
+    command = command_for(state, workspace)
     if command is None:
         warnings.append(t.check_no_test_command)
         return EvaluationCheck(name="tests", status=CheckStatus.WARNING, message=t.check_no_test_command)
@@ -156,10 +156,9 @@ async def _tests(state: OrchestratorState, runtime: NodeRuntime, step: CodingSte
         on_log=lambda line: emit({"type": "agent_log", "agent": "tests", "line": line}))
     if run.outcome == "passed":
         return EvaluationCheck(name="tests", status=CheckStatus.PASSED, message=run.summary)
-    if run.outcome == "not_run":
-        message = t.check_tests_not_run.format(reason=run.summary)
-        warnings.append(message)
-        return EvaluationCheck(name="tests", status=CheckStatus.WARNING, message=message)
+    if run.outcome == "not_run":  # under require_tests, work whose tests could not run is not done
+        return EvaluationCheck(name="tests", status=CheckStatus.FAILED,
+                               message=t.check_tests_not_run.format(reason=run.summary))
     return EvaluationCheck(name="tests", status=CheckStatus.FAILED,
                            message=t.check_tests_failed.format(command=run.command, output=run.output))
 

@@ -10,7 +10,6 @@ from typing import Any
 from app.agents.base import AgentJob, AgentResult
 from app.agents.confinement import WorkspaceEscapeError
 from app.agents.control import should_detach
-from app.agents.test_command import resolve_test_command
 from app.agents.workspace import StepBrief, WorkspaceError
 from app.clients.kotlin import TrackerError
 from app.graph import chat, prompts, step_changes
@@ -32,6 +31,7 @@ from app.graph.report import done_slots
 from app.graph.request_scope import covering_tests, is_test_file, list_files, named_paths, resolve
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict, Rules, TaskDict
+from app.graph.test_plan import command_for
 from app.graph.tracker_ops import TrackerCall, carry_out
 from app.kb.prefetch import prefetch_kb_context
 from app.llm.budget import Usage
@@ -194,7 +194,7 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     rules = state.get("rules", {})
     goal = current_goal(state)
     tests = await asyncio.to_thread(step_tests, workspace, step, task["query"])
-    command = resolve_test_command(state.get("environment"), workspace) if rules.get("require_tests") else None
+    command = command_for(state, workspace) if rules.get("require_tests") else None
     brief = StepBrief(
         agent_type=agent,
         instructions=render_instructions(

@@ -16,11 +16,11 @@ import logging
 from typing import Any
 
 from app.agents.snapshots import SnapshotError
-from app.agents.test_command import resolve_test_command
 from app.graph import verification
 from app.graph.nodes._common import NodeRuntime, clip, current_thread_id, emit, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict, WaveDict, WaveGoalDict
+from app.graph.test_plan import command_for
 from app.graph.waves import goal_branch, latest_wave_records, worktree_path
 from app.schemas.domain import CodingStep, Complexity, StepType
 from app.texts import Texts, texts
@@ -100,7 +100,7 @@ async def _tests_on_merged(state: OrchestratorState, runtime: NodeRuntime, wave:
     ctx = runtime.context
     task = task_of(state)
     main = ctx.workspaces.resolve(task["workspace_path"])
-    command = resolve_test_command(state.get("environment"), main)
+    command = command_for(state, main)
     if command is None:
         return None
     step = CodingStep(instructions="tests of the merged wave", step_type=StepType.CODE, index=wave["number"])

@@ -25,6 +25,8 @@ from app.llm.provider import LitellmProvider
 from app.persistence.context_store import COLLECTION_NAME, ContextStore
 from app.persistence.outbox import COLLECTION_NAME as OUTBOX_COLLECTION
 from app.persistence.outbox import OutboxStore
+from app.persistence.project_memory import COLLECTION_NAME as PROJECTS_COLLECTION
+from app.persistence.project_memory import ProjectMemory
 from tests.support import SCRIPTED_AGENT
 
 
@@ -53,7 +55,8 @@ async def ctx(run_settings: dict[str, Any], kb: Any, kotlin: Any, mongo_db: Any,
         yield RunContext(
             settings=settings, llm=ApprovingLlm(LitellmProvider(settings)),
             kb=KnowledgeBaseClient(http, kb.url, kb.url, timeout=2), kotlin=KotlinClient(http, kotlin.url, outbox),
-            context_store=store, runner=LocalRunner(workspaces, settings), workspaces=workspaces,
+            context_store=store, project_memory=ProjectMemory(mongo_db[PROJECTS_COLLECTION]),
+            runner=LocalRunner(workspaces, settings), workspaces=workspaces,
         )
         await store.drain()
 

@@ -27,6 +27,8 @@ from app.observability.metrics import Metrics
 from app.persistence.context_store import COLLECTION_NAME, ContextStore
 from app.persistence.mongo import MongoTimeouts, create_client, create_sync_client, ping
 from app.persistence.outage import MongoOutage, MongoUnavailableError
+from app.persistence.project_memory import COLLECTION_NAME as PROJECTS_COLLECTION
+from app.persistence.project_memory import ProjectMemory
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver, RunIdentity, RunProgress
 from tests.fixtures.mongo import RestartableMongo
@@ -83,6 +85,7 @@ async def harness(restartable_mongo: RestartableMongo, tmp_path: Path) -> AsyncI
         context = RunContext(
             settings=settings, llm=LitellmProvider(settings), kb=KnowledgeBaseClient(http, NOWHERE, NOWHERE, timeout=1),
             kotlin=pushes.client, context_store=ContextStore(client[database][COLLECTION_NAME]),
+            project_memory=ProjectMemory(client[database][PROJECTS_COLLECTION]),
             runner=LocalRunner(workspaces, settings), workspaces=workspaces,
         )
         outage = MongoOutage(lambda: ping(client), wait_seconds=30, first_delay=0.1, max_delay=0.5)
