@@ -170,6 +170,27 @@ def _module_names(path: str) -> set[str]:
     return {".".join(parts[i:]) for i in range(len(parts))}
 
 
+def importers_of(root: Path, changed: Sequence[str]) -> dict[str, str]:
+    """The workspace's Python files (as they are now) that mention a changed module's name after an
+    `import`: what `integrity.broken_imports` reads. Bounded like the test search."""
+    stems = {PurePosixPath(path).stem for path in changed if path.endswith(".py")}
+    if not stems:
+        return {}
+    sources: dict[str, str] = {}
+    for path in (p for p in list_files(root) if p.endswith(".py")):
+        if len(sources) >= MAX_TEST_FILES_READ:
+            break
+        try:
+            if (root / path).stat().st_size > MAX_TEST_BYTES:
+                continue
+            text = (root / path).read_text(errors="replace")
+        except OSError:
+            continue
+        if "import" in text and any(stem in text for stem in stems):
+            sources[path] = text
+    return sources
+
+
 def _imports_any(path: Path, modules: set[str]) -> bool:
     """Whether the Python file at `path` imports one of `modules` (`import m`, `from m import …`,
     `from pkg import m`)."""

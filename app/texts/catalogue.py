@@ -51,6 +51,7 @@ class Texts:
     check_tests_changed: str
     check_syntax: str
     check_lost_definitions: str
+    check_broken_import: str
     check_tests_failed: str
     check_tests_not_run: str
     check_no_test_command: str

@@ -44,6 +44,8 @@ CS = Texts(
     check_syntax="{path} po změně nejde přeložit (řádek {line}: {error}). Oprav syntaxi.",
     check_lost_definitions="Z {path} zmizelo {names}, což krok nežádal. "
                            "Zachovej původní obsah a jen přidej nebo uprav, co krok žádá.",
+    check_broken_import="{importer} importuje {names} z {path}, který to už nedefinuje. Zachovejte názvy, "
+                        "které importuje jiný kód.",
     check_tests_failed="Testy selhaly ({command}):\n{output}",
     check_tests_not_run="Testy nebyly spuštěny: {reason}",
     check_no_test_command="Testy nebyly spuštěny: v projektu jsem nenašel příkaz pro testy.",

@@ -46,6 +46,8 @@ EN = Texts(
     check_syntax="{path} no longer parses (line {line}: {error}). Fix the syntax.",
     check_lost_definitions="{path} lost {names}, which the step did not ask for. "
                            "Keep the file's content and only add or change what the step asks.",
+    check_broken_import="{importer} imports {names} from {path}, which no longer defines it. Keep the names "
+                        "other code imports.",
     check_tests_failed="Tests failed ({command}):\n{output}",
     check_tests_not_run="Tests were not run: {reason}",
     check_no_test_command="Tests were not run: no test command was found in the project.",

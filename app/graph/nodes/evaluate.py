@@ -8,13 +8,14 @@ they did not exist), so they never wait in the workspace for a retry or a user's
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
-from app.graph import integrity, step_changes, verification
+from app.graph import integrity, request_scope, step_changes, verification
 from app.graph.nodes._common import (
     NodeRuntime,
     clip,
@@ -138,6 +139,9 @@ async def _integrity(state: OrchestratorState, runtime: NodeRuntime, step: Codin
     goal = current_goal(state)
     asked = "\n".join((step.instructions, goal["title"], goal.get("description", ""), task_of(state)["query"]))
     found = integrity.problems(files, asked, step.files, t)
+    if not found:  # whole files, but does the code still import? (no tests needed to see that)
+        importers = await asyncio.to_thread(request_scope.importers_of, workspace, [f.path for f in files])
+        found = integrity.broken_imports(files, importers, t)
     return EvaluationCheck(name="integrity", status=CheckStatus.FAILED if found else CheckStatus.PASSED,
                            message="\n".join(found))
 

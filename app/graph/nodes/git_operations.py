@@ -13,6 +13,7 @@ testy": one more step runs, then the commit happens without asking again), or a 
 
 from __future__ import annotations
 
+import re
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Literal
@@ -58,6 +59,22 @@ def commit_message(rules: Rules, task_id: str, title: str) -> str:
     return f"{prefix} {title}".strip()[:200]
 
 
+#: Markdown a title must not carry: heading marks, list bullets, emphasis and code quotes.
+_MARKUP = re.compile(r"^\s*(?:#{1,6}|[-*+>]|\d+[.)])\s+|[*_`]+")
+TITLE_CHARS = 72
+
+
+def commit_title(title: str | None, query: str, files: list[str]) -> str:
+    """What the commit changed, in one line: the goal's title or the request's first line that says
+    something (a heading like "# Instructions" does not), else the files it changed."""
+    for candidate in (title or "", *query.splitlines()):
+        line = " ".join(_MARKUP.sub("", candidate).split()).rstrip(":")
+        if len(line.split()) >= 2:
+            return clip(line, TITLE_CHARS)
+    shown = ", ".join(files[:3]) + (" …" if len(files) > 3 else "")
+    return f"Update {shown}" if files else clip(" ".join(query.split()), TITLE_CHARS)
+
+
 def branch_allowed(branch: str, rules: Rules) -> bool:
     allowed = rules.get("allowed_branches") or []
     return not allowed or any(fnmatch(branch, pattern) for pattern in allowed)
@@ -92,14 +109,15 @@ def commit_plan(state: OrchestratorState, branch: str, files: list[str]) -> dict
     task, rules = task_of(state), state.get("rules", {})
     trailer = f"Jervis-Thread: {current_thread_id() or task['id']}"
     goals = state.get("goals")
-    title = (goals[0].get("title") if goals else None) or task["query"][:72]
+    title = commit_title(goals[0].get("title") if goals else None, task["query"], files)
     plan: dict[str, Any] = {"branch": branch, "message": commit_message(rules, task["id"], title), "files": files,
                             "trailer": trailer}
     drafted = state.get("design")
     commits = [{"message": commit_message(rules, task["id"], f"Design: {Path(drafted['path']).stem}"),
                 "trailer": f"{trailer} design", "files": [drafted["path"]], "tree": drafted.get("tree")}
                ] if drafted and drafted.get("tree") else []
-    commits += [{"message": commit_message(rules, task["id"], s["title"]), "trailer": f"{trailer} goal {s['goal_id']}",
+    commits += [{"message": commit_message(rules, task["id"], commit_title(s["title"], "", s["changed_files"])),
+                 "trailer": f"{trailer} goal {s['goal_id']}",
                  "files": s["changed_files"], "tree": s.get("tree")}
                 for s in state.get("goal_summaries") or [] if s.get("changed_files")]
     if len(commits) < 2:

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from app.graph.integrity import ChangedFile, judged, problems
+from app.graph.integrity import ChangedFile, broken_imports, judged, problems
 from app.graph.step_cleanup import cleaned_steps, is_orchestrator_duty, without_orchestrator_duties
 from app.schemas.domain import CodingStep, StepType
 from app.texts import texts
@@ -24,8 +24,30 @@ def test_a_file_rewritten_without_its_functions_fails_naming_what_was_lost() -> 
     assert problems([rewritten], "Test the function", ["calc.py"], EN) == [
         "calc.py lost add, subtract, which the step did not ask for. Keep the file's content and only add or "
         "change what the step asks."]
-    # a name the instructions mention may go (they may have asked to remove or replace it)
-    assert problems([rewritten], "Test the subtract function", ["calc.py"], EN)[0].startswith("calc.py lost add, which")
+    # a name merely mentioned stays; one the words ask to replace may go
+    assert problems([rewritten], "Test the subtract function", ["calc.py"], EN)[0].startswith(
+        "calc.py lost add, subtract, which")
+    assert problems([rewritten], "Replace subtract with a script", ["calc.py"], EN)[0].startswith(
+        "calc.py lost add, which")
+
+
+DARTS = 'def score(x, y):\n    """Points of a dart at (x, y)."""\n    pass\n'
+DARTS_REQUEST = ("# Instructions\n\nCalculate the points scored in a single toss of a Darts game. Write a function "
+                 "score that returns the score of a dart landing at (x, y).\n\nUse the above instructions to modify "
+                 "the supplied files: darts.py\nDon't change the names of existing functions or classes, as they may "
+                 "be referenced from other code like unit tests, etc.")
+
+
+def test_a_renamed_public_function_fails_though_the_request_mentions_it() -> None:
+    """Seen on the embedded model: darts' `score` committed as `calculate_score`, every test erroring at import."""
+    renamed = ChangedFile("darts.py", DARTS, "def calculate_score(x, y):\n    return 10 if x * x + y * y <= 1 else 0\n")
+    [problem] = problems([renamed], DARTS_REQUEST, ["darts.py"], EN)
+    assert problem.startswith("darts.py lost score, which the step did not ask for.")
+    kept = ChangedFile("darts.py", DARTS, "def score(x, y):\n    return 10 if x * x + y * y <= 1 else 0\n")
+    assert problems([kept], DARTS_REQUEST, ["darts.py"], EN) == []
+    # keeping the names wins over a sentence that would allow a removal
+    assert problems([renamed], DARTS_REQUEST + "\nRename score if you like.", ["darts.py"], EN) != []
+    assert problems([renamed], "Přejmenuj score na calculate_score.", ["darts.py"], EN) == []
 
 
 def test_an_added_function_passes_and_a_removal_the_step_asks_for_passes() -> None:
@@ -216,3 +238,32 @@ def test_a_file_asked_for_but_written_under_a_format_examples_folder_fails() -> 
 def test_a_placeholder_like_name_the_request_asks_for_passes() -> None:
     asked = ChangedFile("example_file.py", None, "x = 1\n")
     assert problems([asked], "Create example_file.py with x = 1", [], EN) == []
+
+
+DARTS_TEST = "import unittest\n\nfrom darts import score\n\n\nclass DartsTest(unittest.TestCase):\n    pass\n"
+
+
+def test_a_name_other_code_imports_must_stay_defined() -> None:
+    renamed = ChangedFile("darts.py", DARTS, "def calculate_score(x, y):\n    return 0\n")
+    importers = {"darts_test.py": DARTS_TEST, "darts.py": renamed.after or ""}
+    assert broken_imports([renamed], importers, EN) == [
+        "darts_test.py imports score from darts.py, which no longer defines it. Keep the names other code imports."]
+    aliased = ChangedFile("darts.py", DARTS, "from scoring import calculate_score as score\n")
+    assigned = ChangedFile("darts.py", DARTS, "try:\n    score = max\nexcept ImportError:\n    pass\n")
+    star = ChangedFile("darts.py", DARTS, "from scoring import *\n")
+    for kept in (aliased, assigned, star):
+        assert broken_imports([kept], importers, EN) == []
+
+
+def test_imports_are_matched_to_the_module_they_reach() -> None:
+    changed = ChangedFile("src/pkg/utils.py", "def helper():\n    pass\n", "def other():\n    pass\n")
+    importers = {
+        "tests/test_pkg.py": "from pkg.utils import helper\n",  # src layout: reaches the changed module
+        "tests/test_local.py": "from utils import helper\n",  # tests/utils.py, another module
+        "src/pkg/beside.py": "from utils import helper\nfrom . import utils\n",  # beside it: the same module
+    }
+    assert broken_imports([changed], importers, EN) == [
+        "tests/test_pkg.py imports helper from src/pkg/utils.py, which no longer defines it. Keep the names other "
+        "code imports.",
+        "src/pkg/beside.py imports helper from src/pkg/utils.py, which no longer defines it. Keep the names other "
+        "code imports."]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.graph.approval import Modification
-from app.graph.nodes.git_operations import apply_branch_rule, branch_name, commit_message
+from app.graph.nodes.git_operations import apply_branch_rule, branch_name, commit_message, commit_title
 from app.schemas.kotlin import ProjectRules
 from app.texts import CS, EN, Texts
 
@@ -59,3 +59,18 @@ def test_a_branch_rule_that_cannot_be_followed_is_reported_in_the_runs_language(
     not_task = Modification(kind="branch", text="ne do task", forbidden_branch="task/x")
     assert apply_branch_rule("task/x", to_main, rules, TASK, t) == ("task/x", not_allowed)
     assert apply_branch_rule("task/x", not_task, rules, TASK, t) == ("task/x", no_other)
+
+
+@pytest.mark.parametrize(("title", "query", "files", "expected"), [
+    ("Add subtract(a, b) to calc.py", "whatever", ["calc.py"], "Add subtract(a, b) to calc.py"),
+    # an exercise's instructions start with a heading: the title is its first sentence
+    ("# Instructions", "# Instructions\n\nCalculate the points scored in a single toss of a Darts game.", ["darts.py"],
+     "Calculate the points scored in a single toss of a Darts game."),
+    ("## **Úkol**", "## **Úkol**\n- Přidej funkci `subtract` do calc.py", ["calc.py"],
+     "Přidej funkci subtract do calc.py"),
+    (None, "# Instructions\n\n", ["a.py", "b.py", "c.py", "d.py"], "Update a.py, b.py, c.py …"),
+    ("Fix", "", ["calc.py"], "Update calc.py"),
+])
+def test_the_commit_title_says_what_changed(title: str | None, query: str, files: list[str], expected: str) -> None:
+    assert commit_title(title, query, files) == expected
+    assert len(commit_title("word " * 100, "", [])) <= 72
