@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -340,7 +340,8 @@ def aider_argv(config: Config, step: Step, in_git: bool) -> list[str]:
         argv.append("--no-git")
     if config.model:
         argv += ["--model", config.model,
-                 "--model-metadata-file", str(aider_model_metadata(config.workspace, config.model))]
+                 "--model-metadata-file", str(aider_model_metadata(config.workspace, config.model)),
+                 "--model-settings-file", str(aider_model_settings(config.workspace, step))]
     for path in step.read_files:
         if path not in step.files and (config.workspace / path).is_file():
             argv += ["--read", path]
@@ -363,6 +364,41 @@ def aider_model_metadata(workspace: Path, model: str) -> Path:
                         "litellm_provider": provider, "mode": "chat"}}
     path = own_dir(workspace, JERVIS_DIR) / "aider.model-metadata.json"
     path.write_text(json.dumps(metadata), encoding="utf-8")
+    return path
+
+
+#: Bounds of one Aider answer, in tokens: the answer to a one-line change still needs room for the
+#: edit format's fences and a sentence; the upper one is Aider's own default cap.
+AIDER_MIN_OUTPUT_TOKENS = 1536
+AIDER_MAX_OUTPUT_TOKENS = 8192
+#: Bytes of source per token (code in a BPE vocabulary: 3-4), and room for what is added.
+BYTES_PER_TOKEN = 3
+
+
+def aider_output_cap(workspace: Path, files: Sequence[str]) -> int:
+    """How long one answer may be: twice the files it edits (the whole-file format repeats each
+    file, a change adds to it) plus 1,024 tokens for a new file or an explanation, within the
+    bounds. A small model that loops on a 98-line file otherwise writes for its whole default cap
+    (8,192 tokens, ten minutes here) before anything can judge it; AGENT_MAX_OUTPUT_TOKENS overrides."""
+    override = os.environ.get("AGENT_MAX_OUTPUT_TOKENS", "").strip()
+    if override.isdigit() and int(override) > 0:
+        return int(override)
+    size = 0
+    for name in files:
+        with contextlib.suppress(OSError):
+            size += (workspace / name).stat().st_size
+    cap = 2 * (size // BYTES_PER_TOKEN) + 1024
+    return max(AIDER_MIN_OUTPUT_TOKENS, min(AIDER_MAX_OUTPUT_TOKENS, cap))
+
+
+def aider_model_settings(workspace: Path, step: Step) -> Path:
+    """Aider's model settings for every model (`aider/extra_params`): the answer's cap
+    (`aider_output_cap`), which Aider passes to the model as `max_tokens`. An answer cut there is
+    not applied (Aider reports the output limit), so the step fails and is retried, told why."""
+    cap = aider_output_cap(workspace, step.files)
+    path = own_dir(workspace, JERVIS_DIR) / "aider.model-settings.yml"
+    path.write_text(f"- name: aider/extra_params\n  extra_params:\n    max_tokens: {cap}\n", encoding="utf-8")
+    log(f"aider: answers capped at {cap} tokens ({len(step.files)} file(s) to edit)")
     return path
 
 

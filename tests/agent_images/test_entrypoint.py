@@ -810,3 +810,39 @@ def test_an_agent_that_prints_no_token_line_reports_no_tokens(repo: Path) -> Non
     hand_over(repo, file_block("a.py", "x = 1"))
     _, result = run_entrypoint(repo)
     assert "tokens" not in result
+
+
+# ------------------------------------------------------------ aider: the answer's cap
+FAKE_AIDER = """#!{python}
+import json, os, sys
+argv = sys.argv[1:]
+settings = argv[argv.index("--model-settings-file") + 1]
+with open(os.environ["FAKE_AIDER_LOG"], "w") as log:
+    json.dump({{"argv": argv, "settings": open(settings).read()}}, log)
+"""
+
+
+@pytest.mark.parametrize(("files", "sizes", "override", "cap"), [
+    (["tiny.py"], [300], None, 1536),  # a one-line change still has room for the format and a sentence
+    (["main.py"], [3300], None, 3224),  # slugify's 98-line __main__.py: 2 × 1,100 tokens + 1,024
+    (["a.py", "b.py"], [30_000, 30_000], None, 8192),  # never past Aider's own default cap
+    (["new.py"], [None], None, 1536),  # a file still to create
+    (["main.py"], [3300], "777", 777),  # AGENT_MAX_OUTPUT_TOKENS decides when set
+])
+def test_aider_answers_are_capped_in_proportion_to_the_files_it_edits(
+        repo: Path, tmp_path: Path, files: list[str], sizes: list[int | None], override: str | None, cap: int) -> None:
+    for name, size in zip(files, sizes, strict=True):
+        if size is not None:
+            (repo / name).write_text("x" * size)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "aider").write_text(FAKE_AIDER.format(python=sys.executable))
+    (bin_dir / "aider").chmod(0o755)
+    hand_over(repo, "Change it", files=files)
+    log = tmp_path / "aider.json"
+    extra = {"AGENT_MAX_OUTPUT_TOKENS": override} if override else {}
+    run_entrypoint(repo, agent_type="aider", command=None, path_prefix=bin_dir, AGENT_MODEL="openai/m",
+                   FAKE_AIDER_LOG=str(log), **extra)
+    call = json.loads(log.read_text())
+    assert call["settings"] == f"- name: aider/extra_params\n  extra_params:\n    max_tokens: {cap}\n"
+    assert call["argv"][-len(files):] == files
