@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -170,13 +171,29 @@ def conversation_before(state: OrchestratorState, query: str) -> str:
     return text if len(text) <= CONVERSATION_CHARS else "…" + text[-(CONVERSATION_CHARS - 1):]
 
 
-def step_tests(workspace: Path, step: CodingStep, query: str) -> list[str]:
-    """The test files covering the step's files (or the files its words name), and any test file
-    the step or the request names: the first attempt already knows what will judge it."""
+@dataclass(frozen=True)
+class StepFiles:
+    """What the agent gets of the workspace for one code step."""
+
+    editable: list[str]
+    """The files it may change: the step's files the words name (and those still to be created)."""
+    context: list[str]
+    """The step's other files, read-only: a planner that listed `__init__.py` and `__version__.py`
+    beside the `__main__.py` the request names made the agent rewrite all three."""
+    tests: list[str]
+    """The test files covering the step's files, or named: the first attempt knows what judges it."""
+
+
+def step_files(workspace: Path, step: CodingStep, query: str) -> StepFiles:
+    """Split the step's files into the ones to change and the ones to read, and find its tests."""
     files = list_files(workspace)
     named = resolve(named_paths(f"{step.instructions}\n{query}"), files)
+    existing = set(files)
+    wanted = [path for path in step.files if path in named or path not in existing]
+    editable = wanted if wanted and len(wanted) < len(step.files) else list(step.files)
     targets = step.files or [path for path in named if not is_test_file(path)]
-    return covering_tests(workspace, files, targets, named=[path for path in named if is_test_file(path)])
+    tests = covering_tests(workspace, files, targets, named=[path for path in named if is_test_file(path)])
+    return StepFiles(editable=editable, context=[p for p in step.files if p not in editable], tests=tests)
 
 
 async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> StepResult:
@@ -193,7 +210,8 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     agent = step.agent_type or "claude"
     rules = state.get("rules", {})
     goal = current_goal(state)
-    tests = await asyncio.to_thread(step_tests, workspace, step, task["query"])
+    scope = await asyncio.to_thread(step_files, workspace, step, task["query"])
+    tests = scope.tests
     command = command_for(state, workspace) if rules.get("require_tests") else None
     brief = StepBrief(
         agent_type=agent,
@@ -208,8 +226,8 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
         task=task_brief(state, goal_index, step.index) | {"attempt": attempt},
         kb_context=kb.text,
         environment=state.get("environment"),
-        files=step.files,
-        read_files=tests if ctx.settings.agent_reads_tests else [],
+        files=scope.editable,
+        read_files=[*scope.context, *(tests if ctx.settings.agent_reads_tests else [])],
         forbidden_files=rules.get("forbidden_files", []),
         title=goal["title"],
         kb_env=kb_env(ctx.settings, task),

@@ -1,12 +1,14 @@
 """execute_step's code steps (app/graph/nodes/execute_step.py) on a workspace whose symlinks lead
-out of it: the step fails with a clear reason and no agent starts."""
+out of it: the step fails with a clear reason and no agent starts; which files the agent edits and reads."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from langgraph.runtime import Runtime
 
 from app.graph.context import RunContext
-from app.graph.nodes.execute_step import execute_step
+from app.graph.nodes.execute_step import execute_step, step_files
 from app.schemas.domain import CodingStep
 from tests.support import file_block, make_git_repo
 from tests.unit.graph.graph_support import start
@@ -30,3 +32,23 @@ async def test_a_code_step_on_a_workspace_with_a_symlink_out_fails_without_start
     assert result["summary"].startswith("Agent aider not started: the workspace has 1 symlink(s) leading outside it")
     assert f"docs -> {outside}" in result["summary"]
     assert list(outside.iterdir()) == [] and not (workspace / ".jervis").exists()  # nothing written, no agent ran
+
+
+def test_the_agent_edits_the_files_the_words_name_and_reads_the_rest(tmp_path: Path) -> None:
+    """Seen on python-slugify: the planner listed three files for a change of __main__.py; all three went
+    into Aider's chat and were rewritten whole."""
+    for path in ("slugify/__init__.py", "slugify/__main__.py", "slugify/__version__.py", "test.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("import slugify\n" if path == "test.py" else "x = 1\n")
+    step = CodingStep(instructions="Add a --version option", files=[
+        "slugify/__init__.py", "slugify/__main__.py", "slugify/__version__.py"])
+    files = step_files(tmp_path, step, "Add a --version option to slugify/__main__.py")
+    assert files.editable == ["slugify/__main__.py"]
+    assert files.context == ["slugify/__init__.py", "slugify/__version__.py"]
+
+    # a file still to be created is the agent's to write; nothing named: every file is editable
+    creating = step.model_copy(update={"files": ["slugify/__main__.py", "slugify/cli.py"]})
+    assert step_files(tmp_path, creating, "Add a --version option to slugify/__main__.py").editable == [
+        "slugify/__main__.py", "slugify/cli.py"]
+    unnamed = step_files(tmp_path, step, "Add a --version option")
+    assert (unnamed.editable, unnamed.context) == (step.files, [])
