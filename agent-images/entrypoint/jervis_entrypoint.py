@@ -15,6 +15,7 @@ at all (a missing test tool is not the agent's fault).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -1007,7 +1008,9 @@ def run_test_mode(config: Config, plan: PlannedTests) -> dict[str, Any]:
     """Run the tests and say whether they passed, failed, or could not run at all."""
     workspace = config.workspace
     drop_stale_result(workspace)  # a stale result is not this run's
-    run = run_tests(plan.argv, workspace, testing_env(os.environ), plan.timeout)
+    env = testing_env(os.environ)
+    missing = provide_pytest(plan.argv, workspace, env)
+    run = missing or run_tests(plan.argv, workspace, env, plan.timeout)
     outcome, summary = judge_tests(run, plan)
     return {
         "success": outcome == "passed",
@@ -1027,6 +1030,136 @@ def testing_env(base: Mapping[str, str]) -> dict[str, str]:
     code: a `.pyc` of a module the next attempt rewrites within the same second at the same size
     would be taken for current (its check is mtime and size), and the tests would judge old code."""
     return {"CI": "true", "PYTHONDONTWRITEBYTECODE": "1", **base}
+
+
+#: What `pip install` gets when the test command's Python has no pytest (JERVIS_PYTEST_SPEC overrides;
+#: pip's own PIP_INDEX_URL / PIP_FIND_LINKS / PIP_NO_INDEX choose where from).
+PYTEST_SPEC = "pytest"
+PYTEST_INSTALL_TIMEOUT = 300.0
+PROBE_TIMEOUT = 60.0
+#: Prints the interpreter's version, then fails when it cannot import pytest.
+PYTEST_PROBE = "import sys; print('%d.%d' % sys.version_info[:2], flush=True); import pytest"
+INSTALLED_MARKER = ".jervis-installed"
+
+
+def provide_pytest(argv: list[str], workspace: Path, env: dict[str, str]) -> AgentRun | None:
+    """For `<python> -m pytest …` with a Python that cannot import pytest, install pytest for the run —
+    never into the project or its virtualenv: into a cache directory outside the workspace (one per
+    Python version, reused, installs serialised by a file lock), put first on `PYTHONPATH` in `env`.
+    Returns a not-run AgentRun when pytest is missing and cannot be installed (offline), else None."""
+    if len(argv) < 3 or argv[1:3] != ["-m", "pytest"]:
+        return None
+    python = argv[0]
+    probe = probe_python(python, workspace, env)
+    if probe is None:
+        return None  # the interpreter cannot even start: run_tests says so
+    version, has_pytest = probe
+    if has_pytest:
+        return None
+    spec = (env.get("JERVIS_PYTEST_SPEC") or "").strip() or PYTEST_SPEC
+    target = tools_dir(env, workspace) / f"pytest-py{version}"
+    try:
+        installed, output = install_pytest(python, version, spec, target, env)
+    except OSError as exc:
+        installed, output = False, [f"{type(exc).__name__}: {exc}"]
+    if not installed:
+        reason = next((line for line in reversed(output) if line.strip()), "no output")
+        log(f"pytest is not installed for {python} and installing {spec} failed: {reason}")
+        return AgentRun(exit_code=None, tail=output[-TEST_TAIL_LINES:],
+                        start_error=f"pytest is not installed for {python} and installing it failed: {reason}")
+    env["PYTHONPATH"] = os.pathsep.join(part for part in (str(target), env.get("PYTHONPATH", "")) if part)
+    return None
+
+
+def probe_python(python: str, workspace: Path, env: Mapping[str, str]) -> tuple[str, bool] | None:
+    """The interpreter's `major.minor` and whether it imports pytest (from the workspace, as `-m` would);
+    None when it cannot be run or says no version."""
+    try:
+        done = subprocess.run([python, "-c", PYTEST_PROBE], cwd=workspace, env=dict(env), stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, errors="replace", timeout=PROBE_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    version = done.stdout.strip().splitlines()[:1]
+    if not version or not re.fullmatch(r"\d+\.\d+", version[0]):
+        return None
+    return version[0], done.returncode == 0
+
+
+def tools_dir(env: Mapping[str, str], workspace: Path) -> Path:
+    """`$JERVIS_TOOLS_DIR`, else `$XDG_CACHE_HOME/jervis` or `~/.cache/jervis`; never inside the
+    workspace (the tools must not become part of the user's project), the system's temp dir then."""
+    configured = (env.get("JERVIS_TOOLS_DIR") or "").strip()
+    if configured:
+        folder = Path(configured)
+    else:
+        cache = (env.get("XDG_CACHE_HOME") or "").strip()
+        home = (env.get("HOME") or "").strip()
+        folder = Path(cache) / "jervis" if cache else Path(home or "/tmp") / ".cache" / "jervis"
+    folder = folder.resolve()
+    if folder == workspace.resolve() or workspace.resolve() in folder.parents:
+        folder = Path("/tmp") / "jervis-tools"
+    return folder
+
+
+def install_pytest(python: str, version: str, spec: str, target: Path,
+                   env: Mapping[str, str]) -> tuple[bool, list[str]]:
+    """Install `spec` into `target` unless it is already there for that spec; one installer at a time
+    (fcntl lock beside it), into a fresh directory renamed into place, so no run sees half an install."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        marker = target / INSTALLED_MARKER
+        if marker.is_file() and marker.read_text(encoding="utf-8").strip() == spec:
+            log(f"pytest for Python {version}: reusing {target}")
+            return True, []
+        fresh = target.parent / f".{target.name}.{os.getpid()}.tmp"
+        remove_tree(fresh)
+        started = time.monotonic()
+        log(f"pytest for Python {version}: {python} has none; installing {spec} into {target}")
+        ok, output = pip_install(python, version, spec, fresh, env)
+        if not ok:
+            remove_tree(fresh)
+            return False, output
+        (fresh / INSTALLED_MARKER).write_text(spec + "\n", encoding="utf-8")
+        remove_tree(target)
+        os.replace(fresh, target)
+        log(f"pytest for Python {version}: installed in {time.monotonic() - started:.1f} s")
+        return True, output
+
+
+def pip_install(python: str, version: str, spec: str, target: Path, env: Mapping[str, str]) -> tuple[bool, list[str]]:
+    """`<python> -m pip install --target`; a Python without pip (a venv made `--without-pip`) gets the
+    entrypoint's own pip, told the version, and wheels only (pytest and its dependencies are pure Python)."""
+    options = ["install", "--target", str(target), "--no-input", "--disable-pip-version-check", "--quiet"]
+    attempts = [[python, "-m", "pip", *options, spec]]
+    if os.path.abspath(sys.executable) != os.path.abspath(python):  # a venv's python links to its base
+        attempts.append([sys.executable, "-m", "pip", *options, "--python-version", version,
+                         "--only-binary=:all:", spec])
+    output: list[str] = []
+    for attempt in attempts:
+        try:
+            done = subprocess.run(attempt, env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  errors="replace", timeout=PYTEST_INSTALL_TIMEOUT, check=False)
+        except subprocess.TimeoutExpired:
+            return False, [f"pip install timed out after {PYTEST_INSTALL_TIMEOUT:g} s"]
+        except OSError as exc:
+            output = [f"{type(exc).__name__}: {exc}"]
+            continue
+        output = (done.stdout + done.stderr).splitlines()
+        if done.returncode == 0:
+            return True, output
+        if not any("No module named pip" in line for line in output):
+            return False, output  # pip ran and failed (offline, no such version): another pip would too
+    return False, output
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a directory tree (or file) if it is there; never follows a symlink."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        import shutil  # only an install needs it
+        shutil.rmtree(path)
 
 
 def run_tests(argv: list[str], workspace: Path, env: Mapping[str, str], timeout: float | None) -> AgentRun:

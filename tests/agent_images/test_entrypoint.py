@@ -691,6 +691,118 @@ def test_test_mode_python_without_pytest_is_not_run(repo: Path) -> None:
     assert result["summary"].endswith("No module named pytest")
 
 
+# ------------------------------------------------- test mode: pytest for the run
+FAKE_PYTEST_MAIN = "import os, sys\nprint('fake pytest ran from', os.path.dirname(__file__))\nsys.exit(0)\n"
+
+
+@pytest.fixture(scope="module")
+def fake_pytest_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A find-links directory holding a tiny wheel named pytest (0.0.1, pure Python) whose `python -m
+    pytest` says where it was imported from: the real pip installs it, offline, in well under a second."""
+    import zipfile
+
+    folder = tmp_path_factory.mktemp("wheels")
+    files = {
+        "pytest/__init__.py": "__version__ = '0.0.1'\n",
+        "pytest/__main__.py": FAKE_PYTEST_MAIN,
+        "pytest-0.0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: pytest\nVersion: 0.0.1\n",
+        "pytest-0.0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: jervis-tests\nRoot-Is-Purelib: true\n"
+                                        "Tag: py3-none-any\n",
+    }
+    record = "".join(f"{name},,\n" for name in files) + "pytest-0.0.1.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(folder / "pytest-0.0.1-py3-none-any.whl", "w") as wheel:
+        for name, content in {**files, "pytest-0.0.1.dist-info/RECORD": record}.items():
+            wheel.writestr(name, content)
+    return folder
+
+
+def bare_python(where: Path) -> Path:
+    """A virtualenv's Python with neither pytest nor pip (`venv --without-pip`)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=60)
+    return where / "bin" / "python"
+
+
+def provisioning_env(tools: Path, find_links: Path, **extra: str) -> dict[str, str]:
+    """pip offline from `find_links` only, no machine pip configuration; the tools cache in `tools`."""
+    return {"JERVIS_TOOLS_DIR": str(tools), "JERVIS_PYTEST_SPEC": "pytest==0.0.1", "PIP_CONFIG_FILE": os.devnull,
+            "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(find_links), **extra}
+
+
+def run_tests_with(repo: Path, command: list[str], env: dict[str, str]) -> Run:
+    (repo / ".jervis").mkdir(exist_ok=True)
+    (repo / ".jervis" / "test.json").write_text(json.dumps({"command": command}))
+    return run_entrypoint(repo, agent_type="claude", command=None, JERVIS_MODE="test", **env)
+
+
+def test_test_mode_installs_pytest_for_the_run_outside_the_project_and_reuses_it(
+        repo: Path, tmp_path: Path, fake_pytest_wheels: Path) -> None:
+    """A Python without pytest (and without pip: the entrypoint's own pip installs for its version)
+    gets pytest in the tools cache, first on PYTHONPATH; the project and its venv stay untouched."""
+    python = bare_python(repo / ".venv")
+    tools = tmp_path / "tools"
+    env = provisioning_env(tools, fake_pytest_wheels)
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    target = tools / f"pytest-py{version}"
+
+    done, result = run_tests_with(repo, [str(python), "-m", "pytest", "-q"], env)
+
+    assert (result["testOutcome"], result["exitCode"]) == ("passed", 0), done.stdout + done.stderr
+    assert f"fake pytest ran from {target / 'pytest'}" in result["logTail"]
+    assert f"installing pytest==0.0.1 into {target}" in done.stdout
+    assert (target / ".jervis-installed").read_text().strip() == "pytest==0.0.1"
+    assert sorted(path.name for path in tools.iterdir()) == [f"pytest-py{version}", f"pytest-py{version}.lock"]
+    assert not list((repo / ".venv").rglob("pytest*"))  # nothing installed into the project's venv
+    assert git(repo, "status", "--porcelain", "--untracked-files=all", "--", ".", ":!.venv", ":!.jervis") == ""
+
+    again, result = run_tests_with(repo, [str(python), "-m", "pytest", "-q"], env)
+    assert result["testOutcome"] == "passed"
+    assert f"reusing {target}" in again.stdout and "installing" not in again.stdout
+
+
+def test_test_mode_installs_pytest_with_the_interpreters_own_pip(repo: Path, tmp_path: Path,
+                                                                  fake_pytest_wheels: Path) -> None:
+    """A Python that has pip (here lent through PYTHONPATH) but not pytest installs with its own pip."""
+    import pip
+
+    python = bare_python(tmp_path / "venv")
+    lent = tmp_path / "lent"
+    lent.mkdir()
+    (lent / "pip").symlink_to(Path(pip.__file__).parent)
+    env = provisioning_env(tmp_path / "tools", fake_pytest_wheels, PYTHONPATH=str(lent))
+
+    done, result = run_tests_with(repo, [str(python), "-m", "pytest"], env)
+
+    assert result["testOutcome"] == "passed", done.stdout + done.stderr
+    assert "fake pytest ran from" in result["logTail"] and "installed in" in done.stdout
+
+
+def test_test_mode_pytest_that_cannot_be_installed_is_not_run(repo: Path, tmp_path: Path) -> None:
+    """Offline (no index, nothing to find): the tests did not run, and the summary says why."""
+    python = bare_python(tmp_path / "venv")
+    empty = tmp_path / "no-wheels"
+    empty.mkdir()
+    tools = tmp_path / "tools"
+
+    done, result = run_tests_with(repo, [str(python), "-m", "pytest", "-q"], provisioning_env(tools, empty))
+
+    assert done.returncode == 1
+    assert (result["success"], result["testOutcome"], result["exitCode"]) == (False, "not_run", None)
+    assert result["summary"].startswith(f"Tests could not run: pytest is not installed for {python} and "
+                                        "installing it failed: ")
+    assert "pytest==0.0.1" in result["summary"]  # pip's own last word: no matching distribution
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert [path.name for path in tools.iterdir()] == [f"pytest-py{version}.lock"]  # no half install left
+
+
+def test_test_mode_python_with_pytest_installs_nothing(repo: Path, tmp_path: Path) -> None:
+    (repo / "test_a.py").write_text("def test_a():\n    assert True\n")
+    tools = tmp_path / "tools"
+    done, result = run_tests_with(repo, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                                  {"JERVIS_TOOLS_DIR": str(tools), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert result["testOutcome"] == "passed" and "1 passed" in result["logTail"], done.stdout
+    assert "pytest for Python" not in done.stdout and not tools.exists()
+
+
 def test_test_mode_other_missing_python_module_is_a_failure(repo: Path) -> None:
     """Only pytest's own absence is special: a missing module may well be the agent's doing."""
     _, result = run_tests_step(repo, [sys.executable, "-m", "this_module_does_not_exist"])

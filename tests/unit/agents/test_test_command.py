@@ -116,20 +116,139 @@ def test_pytest_configuration_gives_pytest(tmp_path: Path, rel: str, content: st
 
 
 @pytest.mark.parametrize(("rel", "source"), [
-    ("tests/test_app.py", "Python tests in tests/"),
-    ("test/app_test.py", "Python tests in test/"),
-    ("tests/unit/api/test_routes.py", "Python tests in tests/"),
+    ("tests/test_app.py", "Python test files in tests/ (1 file)"),
+    ("test/app_test.py", "Python test files in test/ (1 file)"),
+    ("tests/unit/api/test_routes.py", "Python test files in tests/unit/api/ (1 file)"),
+    ("test_app.py", "Python test files at the root (test_app.py)"),
+    ("triangle_test.py", "Python test files at the root (triangle_test.py)"),
 ])
-def test_python_test_files_in_a_tests_directory_give_pytest(tmp_path: Path, rel: str, source: str) -> None:
+def test_pytest_style_test_files_give_pytest(tmp_path: Path, rel: str, source: str) -> None:
     write(tmp_path, rel, "def test_x():\n    assert True\n")
     assert detected(tmp_path) == (PYTEST, source)
 
 
 @pytest.mark.parametrize("rel", ["tests/helpers.py", "tests/data/test_input.json", "tests/.cache/test_x.py",
-                                 "src/test_app.py", "test_app.py"])
-def test_python_files_that_are_not_tests_in_a_tests_directory_give_nothing(tmp_path: Path, rel: str) -> None:
-    write(tmp_path, rel, "x = 1\n")
+                                 "node_modules/pkg/test_x.py", "venv/lib/test_x.py", "build/lib/test_x.py",
+                                 "dist/test_x.py", "src/__pycache__/test_x.py", "pkg.egg-info/test_x.py",
+                                 "testing.py", "contest.py", "src/latest.py"])
+def test_python_files_that_are_not_tests_or_sit_where_no_runner_looks_give_nothing(tmp_path: Path, rel: str) -> None:
+    write(tmp_path, rel, "def test_x():\n    assert True\n")
     assert detect_test_command(tmp_path) is None
+
+
+def test_a_virtualenv_under_any_name_is_not_searched(tmp_path: Path) -> None:
+    write(tmp_path, "myenv/pyvenv.cfg", "home = /usr/bin\n")
+    write(tmp_path, "myenv/lib/python3.12/site/test_x.py", "def test_x(): pass\n")
+    assert detect_test_command(tmp_path) is None
+
+
+UNITTEST_FILE = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_x(self):\n        pass\n"
+UNITTEST = ["python3", "-m", "unittest", "discover"]
+
+
+@pytest.mark.parametrize(("files", "arguments", "source"), [
+    (["triangle_test.py"], ["-p", "*_test.py"], "Python test files at the root (triangle_test.py); unittest only"),
+    (["test_app.py", "test.py"], [], "Python test files at the root (test.py, test_app.py); unittest only"),
+    (["tests/test_a.py", "tests/test_b.py"], ["-s", "tests"], "Python test files in tests/ (2 files)"),
+    (["pkg/__init__.py", "pkg/tests/__init__.py", "pkg/tests/test_a.py"], ["-s", "pkg/tests", "-t", "."],
+     "Python test files in pkg/tests/ (1 file)"),
+    (["src/pkg/__init__.py", "src/pkg/test/__init__.py", "src/pkg/test/web_test.py", "src/pkg/test/io_test.py"],
+     ["-s", "src/pkg/test", "-t", "src", "-p", "*_test.py"], "Python test files in src/pkg/test/ (2 files)"),
+    (["tests/test_a.py", "tests/unit/__init__.py", "tests/unit/test_b.py"], ["-s", "tests"],
+     "Python test files in tests/ (2 files)"),
+])
+def test_unittest_only_projects_run_with_one_unittest_discover(tmp_path: Path, files: list[str],
+                                                               arguments: list[str], source: str) -> None:
+    write(tmp_path, "setup.py", "")
+    for rel in files:
+        write(tmp_path, rel, "" if rel.endswith("__init__.py") else UNITTEST_FILE)
+    command = detect_test_command(tmp_path)
+    assert command is not None and command.argv == UNITTEST + arguments
+    assert command.source.startswith(source) and command.source.endswith("; unittest only")
+
+
+@pytest.mark.parametrize(("files", "why"), [
+    (["test_a.py", "b_test.py"], "two file patterns: one discover cannot take both"),
+    (["tests/unit/test_b.py", "tests/test_a.py"], "tests/unit/ is no package: discover would not enter it"),
+    (["a/test_x.py", "b/test_y.py"], "the common start (the root) reaches a/ and b/ only as packages"),
+])
+def test_unittest_files_one_discover_cannot_reach_run_with_pytest(tmp_path: Path, files: list[str], why: str) -> None:
+    for rel in files:
+        write(tmp_path, rel, UNITTEST_FILE)
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'x'\n")
+    command = detect_test_command(tmp_path)
+    assert command is not None and command.argv == PYTEST, why
+
+
+@pytest.mark.parametrize(("other", "content"), [
+    ("test_b.py", "import pytest\n"),
+    ("test_b.py", "def test_plain():\n    assert 1\n"),  # unittest would never call it
+    ("test_b.py", "async def test_plain():\n    pass\n"),
+    ("test_b.py", "class TestPlain:\n    def test_x(self):\n        pass\n"),
+    ("test_b.py", "from pytest import raises\n"),
+    ("sub/conftest.py", ""),
+])
+def test_any_pytest_sign_makes_a_unittest_project_run_with_pytest(tmp_path: Path, other: str, content: str) -> None:
+    write(tmp_path, "test_a.py", UNITTEST_FILE)
+    write(tmp_path, other, content)
+    command = detect_test_command(tmp_path)
+    assert command is not None and command.argv == PYTEST
+
+
+def test_files_without_any_runner_sign_run_with_pytest(tmp_path: Path) -> None:
+    write(tmp_path, "test_a.py", "")
+    assert detected(tmp_path) == (PYTEST, "Python test files at the root (test_a.py)")
+
+
+def test_pytest_names_test_py_files_it_would_not_collect_itself(tmp_path: Path) -> None:
+    write(tmp_path, "test.py", "def test_x():\n    pass\n")
+    write(tmp_path, "tests/test_a.py", "def test_y():\n    pass\n")
+    command = detect_test_command(tmp_path)
+    assert command is not None and command.argv == [*PYTEST, ".", "test.py"]
+
+
+@pytest.mark.parametrize("venv", [".venv", "venv"])
+def test_unittest_uses_the_workspace_virtualenv(tmp_path: Path, venv: str) -> None:
+    write(tmp_path, "triangle_test.py", UNITTEST_FILE)
+    write(tmp_path, f"{venv}/bin/python", "#!/bin/sh\n")
+    command = detect_test_command(tmp_path)
+    assert command is not None and command.argv == [f"{venv}/bin/python", "-m", "unittest", "discover",
+                                                    "-p", "*_test.py"]
+
+
+def test_django_project_runs_manage_py_test(tmp_path: Path) -> None:
+    write(tmp_path, "manage.py", "#!/usr/bin/env python\n")
+    write(tmp_path, "blog/__init__.py")
+    write(tmp_path, "blog/tests.py", "from django.test import TestCase\n\n\nclass T(TestCase):\n    pass\n")
+    assert detected(tmp_path) == (["python3", "manage.py", "test"],
+                                  "Django manage.py; Python test files in blog/ (1 file)")
+
+
+def test_django_project_with_pytest_style_tests_runs_pytest(tmp_path: Path) -> None:
+    write(tmp_path, "manage.py", "")
+    write(tmp_path, "blog/tests.py", "import pytest\n")
+    command = detect_test_command(tmp_path)
+    assert command is not None and command.argv == [*PYTEST, ".", "blog/tests.py"]
+
+
+def test_source_names_several_places_and_counts_files(tmp_path: Path) -> None:
+    for rel in ["tests/test_a.py", "tests/unit/test_b.py", "tools/test_c.py", "docs/x/test_d.py"]:
+        write(tmp_path, rel, "def test_x(): pass\n")
+    command = detect_test_command(tmp_path)
+    assert command is not None and command.source == "Python test files in tests/, docs/x/ and 1 more place (4 files)"
+
+
+def test_the_walk_is_bounded_and_shallow_tests_are_found_first(tmp_path: Path) -> None:
+    for n in range(60):
+        write(tmp_path, f"aaa/{n:03}/filler.txt")
+    for n in range(200):
+        write(tmp_path, f"aaa/000/{n:03}.txt")
+    write(tmp_path, "zzz/test_deep.py", "def test_x(): pass\n")
+    write(tmp_path, "setup.py")
+    from app.agents.test_detection.python import scan
+    assert scan(tmp_path, limit=100).files == ["zzz/test_deep.py"]  # breadth first: zzz/ before aaa/000/
+    assert scan(tmp_path, limit=10).files == []
+    assert scan(tmp_path, limit=10).truncated
 
 
 @pytest.mark.parametrize(("rel", "content"), [
@@ -183,6 +302,69 @@ def test_package_json_without_a_real_test_script_gives_nothing(tmp_path: Path, p
     assert detect_test_command(tmp_path) is None
 
 
+@pytest.mark.parametrize(("files", "argv", "source"), [
+    ({"yarn.lock": ""}, ["yarn", "test"], "package.json scripts.test (yarn.lock)"),
+    ({"pnpm-lock.yaml": ""}, ["pnpm", "test"], "package.json scripts.test (pnpm-lock.yaml)"),
+    ({"package-lock.json": "{}"}, ["npm", "test"], "package.json scripts.test (package-lock.json)"),
+    ({"bun.lock": ""}, ["bun", "run", "test"], "package.json scripts.test (bun.lock)"),
+    ({"pnpm-lock.yaml": "", "yarn.lock": ""}, ["pnpm", "test"], "package.json scripts.test (pnpm-lock.yaml)"),
+])
+def test_package_manager_follows_the_lockfile(tmp_path: Path, files: dict[str, str], argv: list[str],
+                                              source: str) -> None:
+    write(tmp_path, "package.json", json.dumps({"scripts": {"test": "jest"}}))
+    for name, content in files.items():
+        write(tmp_path, name, content)
+    assert detected(tmp_path) == (argv, source)
+
+
+@pytest.mark.parametrize(("declared", "argv"), [("pnpm@10.14.0+sha512.abc", ["pnpm", "test"]),
+                                                ("yarn@4.1.0", ["yarn", "test"]), ("npm@10.0.0", ["npm", "test"])])
+def test_package_manager_field_wins_over_lockfiles(tmp_path: Path, declared: str, argv: list[str]) -> None:
+    write(tmp_path, "package.json", json.dumps({"packageManager": declared, "scripts": {"test": "ava"}}))
+    write(tmp_path, "package-lock.json", "{}")
+    command = detect_test_command(tmp_path)
+    assert command is not None and command.argv == argv and "packageManager" in command.source
+
+
+def test_unknown_package_manager_field_falls_back_to_the_lockfile(tmp_path: Path) -> None:
+    write(tmp_path, "package.json", json.dumps({"packageManager": "deno@2", "scripts": {"test": "ava"}}))
+    write(tmp_path, "yarn.lock", "")
+    assert detected(tmp_path) == (["yarn", "test"], "package.json scripts.test (yarn.lock)")
+
+
+# ---------------------------------------------------------- make check, autotools
+def test_makefile_check_target_without_test_gives_make_check(tmp_path: Path) -> None:
+    write(tmp_path, "Makefile", "all:\n\t@true\ncheck: all\n\t./run-tests\n")
+    assert detected(tmp_path) == (["make", "check"], "Makefile target check")
+
+
+def test_makefile_test_target_wins_over_check(tmp_path: Path) -> None:
+    write(tmp_path, "Makefile", "check: hiredis-test\n\t./test.sh\ntest: hiredis-test\n\t./test.sh\n")
+    assert detected(tmp_path) == (["make", "test"], "Makefile target test")
+
+
+def test_unconfigured_autotools_tree_is_configured_then_checked(tmp_path: Path) -> None:
+    write(tmp_path, "configure.ac", "AC_INIT([x], [1])\n")
+    write(tmp_path, "Makefile.am", "TESTS = tests/a\n")
+    command = detect_test_command(tmp_path)
+    assert command == TestCommand(shell="autoreconf -fi && ./configure && make check",
+                                  source="autotools (configure.ac and Makefile.am: make check)")
+
+
+def test_configured_autotools_tree_uses_its_makefile(tmp_path: Path) -> None:
+    write(tmp_path, "configure.ac", "")
+    write(tmp_path, "Makefile.am", "")
+    write(tmp_path, "Makefile", "check: check-am\n\t@true\n")
+    assert detected(tmp_path) == (["make", "check"], "Makefile target check")
+
+
+@pytest.mark.parametrize("present", [["configure.ac"], ["Makefile.am"]])
+def test_half_an_autotools_tree_is_no_signal(tmp_path: Path, present: list[str]) -> None:
+    for name in present:
+        write(tmp_path, name, "")
+    assert detect_test_command(tmp_path) is None
+
+
 # ------------------------------------------------------------- JVM, Go and Rust
 def test_gradle_wrapper_gives_gradlew_test(tmp_path: Path) -> None:
     write(tmp_path, "gradlew", "#!/bin/sh\n")
@@ -190,7 +372,7 @@ def test_gradle_wrapper_gives_gradlew_test(tmp_path: Path) -> None:
     assert detected(tmp_path) == (["./gradlew", "test"], "gradlew")
 
 
-@pytest.mark.parametrize("name", ["build.gradle", "build.gradle.kts"])
+@pytest.mark.parametrize("name", ["build.gradle", "build.gradle.kts", "settings.gradle.kts"])
 def test_gradle_build_without_wrapper_gives_gradle_test(tmp_path: Path, name: str) -> None:
     write(tmp_path, name, "")
     assert detected(tmp_path) == (["gradle", "test"], name)
@@ -247,10 +429,37 @@ def test_makefile_without_test_target_falls_through_to_pytest(tmp_path: Path) ->
     assert detected(tmp_path) == (PYTEST, "pytest configuration in pytest.ini")
 
 
-def test_pytest_wins_over_npm(tmp_path: Path) -> None:
+def test_python_project_tests_win_over_npm(tmp_path: Path) -> None:
     write(tmp_path, "tests/test_x.py", "")
     write(tmp_path, "package.json", json.dumps({"scripts": {"test": "jest"}}))
-    assert detected(tmp_path) == (PYTEST, "Python tests in tests/")
+    assert detected(tmp_path) == (PYTEST, "Python test files in tests/ (1 file)")
+
+
+@pytest.mark.parametrize(("build_file", "content", "argv"), [
+    ("package.json", json.dumps({"scripts": {"test": "jest"}}), ["npm", "test"]),
+    ("go.mod", "module x\n", ["go", "test", "./..."]),
+    ("Cargo.toml", "[package]\n", ["cargo", "test"]),
+    ("pom.xml", "<project/>", ["mvn", "-q", "test"]),
+])
+def test_a_stray_python_test_deep_in_another_ecosystem_comes_after_its_own_command(
+        tmp_path: Path, build_file: str, content: str, argv: list[str]) -> None:
+    write(tmp_path, build_file, content)
+    write(tmp_path, "tools/gyp/test_gyp.py", "def test_x(): pass\n")
+    command = detect_test_command(tmp_path)
+    assert command is not None and command.argv == argv
+
+
+def test_stray_python_tests_are_still_found_when_nothing_else_is(tmp_path: Path) -> None:
+    write(tmp_path, "README.md", "# x\n")
+    write(tmp_path, "tools/gyp/test_gyp.py", "def test_x(): pass\n")
+    assert detected(tmp_path) == (PYTEST, "Python test files in tools/gyp/ (1 file)")
+
+
+def test_a_python_marker_makes_deep_tests_win_over_npm(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'x'\n")
+    write(tmp_path, "package.json", json.dumps({"scripts": {"test": "jest"}}))
+    write(tmp_path, "src/pkg/tests/test_x.py", "def test_x(): pass\n")
+    assert detected(tmp_path) == (PYTEST, "Python test files in src/pkg/tests/ (1 file)")
 
 
 def test_npm_wins_over_gradle(tmp_path: Path) -> None:

@@ -1,0 +1,74 @@
+"""File access for detection that never raises and never blocks: an unreadable, odd or huge file is
+simply no signal."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+#: Larger files are not read: a build file that size is no build file.
+MAX_FILE_BYTES = 1 << 20
+
+
+def is_file(path: Path) -> bool:
+    """A regular file (after symlinks); unreadable or odd entries (sockets, FIFOs) are not."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    """A directory (after symlinks); False instead of an error."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes | None:
+    """At most `limit` bytes of a regular file, or None when it cannot be read or is larger."""
+    if not is_file(path):
+        return None
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return None
+    return None if len(data) > limit else data
+
+
+def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str | None:
+    """A small regular file as text (bad bytes replaced), or None when it cannot be read."""
+    data = read_bytes(path, limit)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def read_head(path: Path, limit: int) -> str | None:
+    """The first `limit` bytes of a regular file as text, however long the file is."""
+    if not is_file(path):
+        return None
+    try:
+        with path.open("rb") as handle:
+            return handle.read(limit).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def read_json(path: Path) -> Any:
+    """Parsed JSON, or None when the file is missing, unreadable or not JSON."""
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def has_ini_section(path: Path, section: str) -> bool:
+    """A `[section]` header line; a line match, because configparser gives up on odd files."""
+    text = read_text(path)
+    return text is not None and re.search(rf"^\[{re.escape(section)}\][ \t]*$", text, re.MULTILINE) is not None
