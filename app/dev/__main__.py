@@ -49,7 +49,8 @@ def start_embedded_llm(work_dir: Path) -> EmbeddedModel | None:
         return None
     print(f"LLM: {why}; using the embedded model (JERVIS_EMBEDDED_LLM=0 turns it off)", flush=True)
     model_path = prepare(Path(sys.prefix), DEFAULT_CACHE_DIR)
-    model = EmbeddedModel(model_path, work_dir=work_dir)
+    threads = os.environ.get("EMBEDDED_LLM_THREADS", "").strip()
+    model = EmbeddedModel(model_path, work_dir=work_dir, threads=int(threads) if threads.isdigit() else None)
     started = time.monotonic()
     os.environ["LOCAL_LLM_API_BASE"] = model.start()
     os.environ["LOCAL_LLM_MODEL"] = model.litellm_model
