@@ -193,6 +193,14 @@ class Settings(BaseSettings):
     """Gemini endpoint override."""
     heartbeat_dead_seconds: float = 300.0
     """No token for this long = the model is dead (the call escalates or fails); there is no total timeout."""
+    llm_queue_wait_seconds: float = Field(default=1800.0, gt=0)
+    """How long a call to a local model (Ollama, the embedded server) may wait for the server to take it: a server
+    that answers one request at a time keeps the others waiting, connected, while it generates. The wait is
+    queueing, not a dead model, as long as the server accepts connections; after this the call fails as a
+    heartbeat timeout (the model was busy). Once the answer starts, `HEARTBEAT_DEAD_SECONDS` applies per token."""
+    llm_queue_check_seconds: float = Field(default=5.0, gt=0)
+    """While a local call waits for its turn, a bare TCP connect to the server this often: refused = the server is
+    gone and the call fails at once as offline."""
     llm_retries: int = 2
     """Retries of a transient LLM failure, with exponential backoff."""
     llm_retry_base_delay: float = 1.0
@@ -202,7 +210,11 @@ class Settings(BaseSettings):
     llm_breaker_seconds: float = 60.0
     """How long a failing provider is skipped."""
     llm_health_cache_seconds: float = 60.0
-    """How long `/health` reuses the LLM tiers' state."""
+    """How long `/health` reuses the LLM tiers' state (a BUSY local model's: 5 s at most)."""
+    llm_health_timeout_seconds: float = Field(default=3.0, gt=0)
+    """How long the LLM health check waits for a model listing. A local server that took the connection and did not
+    answer in this time is BUSY (serving another request: llama-cpp-python's server answers one at a time), not
+    OFFLINE; a dispatch checking the local model waits at most this long."""
     budget_max_tokens: int | None = 500_000
     """Model tokens per orchestration, agents' reported tokens included (a small task on the embedded model: ~1.5k;
     a request may set its own; none = unlimited)."""

@@ -4,8 +4,9 @@
 Kotlin must not dispatch. The same rule, plus "not shutting down", is the Kubernetes readiness
 probe; liveness asks only that the process serves requests, so a MongoDB outage takes the pod
 out of the Service without restarting it. The KB and each LLM tier (ONLINE / OFFLINE /
-API_ERROR) are reported but do not make the service unhealthy (the KB is optional for a run; an
-LLM outage escalates or surfaces as a run error naming the tier).
+API_ERROR / BUSY) are reported but do not make the service unhealthy or unready (the KB is
+optional for a run; an LLM outage escalates or surfaces as a run error naming the tier; a BUSY
+local model, one serving another client, takes a run's calls in turn).
 """
 
 from __future__ import annotations

@@ -144,7 +144,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                           max_bytes=settings.stream_hub_bytes, event_bytes=settings.stream_event_bytes, redact=redact)
         driver = RunDriver(graph, context, kotlin, metrics, outage)
         admission = Admission(lock, slots=settings.max_concurrent_orchestrations)
-        llm_health = ProviderHealth(llm, http, cache_seconds=settings.llm_health_cache_seconds)
+        llm_health = ProviderHealth(llm, http, cache_seconds=settings.llm_health_cache_seconds,
+                                    timeout=settings.llm_health_timeout_seconds)
         manager = RunManager(settings=settings, graph=graph, driver=driver, admission=admission, runs=run_store,
                              kotlin=kotlin, events=events, workspaces=workspaces, metrics=metrics,
                              redact=redact, outage=outage, llm_health=llm_health)

@@ -1,8 +1,13 @@
-"""Provider health per tier (the ONLINE / OFFLINE / API_ERROR modes of the earlier designs).
+"""Provider health per tier (the ONLINE / OFFLINE / API_ERROR modes of the earlier designs, and BUSY).
 
-OFFLINE: no API key, or the endpoint cannot be reached; API_ERROR: reachable but failing (bad
-key, 5xx), or skipped by the circuit breaker. Checks are a model listing, not a completion —
-cheap, and cached, because /health is polled.
+OFFLINE: no API key, or the endpoint cannot be reached (connection refused, DNS failure, a
+connect that timed out); API_ERROR: reachable but failing (bad key, 5xx), or skipped by the
+circuit breaker; BUSY: a local model server that accepted the connection but did not answer
+within the probe's timeout — llama-cpp-python's server answers one request at a time, so while it
+generates for one client every other request, the model listing included, waits. BUSY is up: a
+dispatch is not refused, a call waits for its turn (`app/llm/provider.py`), and it is cached only
+briefly (`busy_cache_seconds`). A cloud endpoint that connects and does not answer stays OFFLINE.
+Checks are a model listing, not a completion — cheap, and cached, because /health is polled.
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ from typing import Any, Literal
 
 import httpx
 
-from app.llm.provider import LitellmProvider
+from app.llm.endpoint import connect_seconds
+from app.llm.provider import LOCAL_PROVIDERS, LitellmProvider
 from app.llm.tiers import Tier, TierSpec
 
-Mode = Literal["ONLINE", "OFFLINE", "API_ERROR"]
+Mode = Literal["ONLINE", "OFFLINE", "API_ERROR", "BUSY"]
 #: Where a tier is probed: provider, API base and key (the three local tiers share one).
 Endpoint = tuple[str, str, str | None]
 DEFAULT_BASES = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1",
@@ -25,10 +31,12 @@ DEFAULT_BASES = {"anthropic": "https://api.anthropic.com", "openai": "https://ap
 
 class ProviderHealth:
     def __init__(self, provider: LitellmProvider, http: httpx.AsyncClient, *, cache_seconds: float = 60.0,
-                 timeout: float = 3.0) -> None:
+                 timeout: float = 3.0, busy_cache_seconds: float = 5.0) -> None:
         self._provider = provider
         self._http = http
         self._cache_seconds = cache_seconds
+        self._busy_cache_seconds = min(busy_cache_seconds, cache_seconds)
+        """A busy server is free again when its generation ends: its state is reused only briefly."""
         self._timeout = timeout
         self._probed: dict[Endpoint, tuple[float, tuple[Mode, str]]] = {}
         """Each endpoint's last probe and when it was made (the three local tiers share one)."""
@@ -59,7 +67,8 @@ class ProviderHealth:
         """The endpoint's state, probed at most once per `cache_seconds` (one probe at a time)."""
         async with self._locks.setdefault(endpoint, asyncio.Lock()):
             cached = self._probed.get(endpoint)
-            if cached is not None and time.monotonic() - cached[0] < self._cache_seconds:
+            if cached is not None and time.monotonic() - cached[0] < (
+                    self._busy_cache_seconds if cached[1][0] == "BUSY" else self._cache_seconds):
                 return cached[1]
             result = await self._probe(spec)
             self._probed[endpoint] = (time.monotonic(), result)
@@ -84,11 +93,25 @@ class ProviderHealth:
         url, headers, params = self._request(spec.provider, base, spec.api_key or "")
         try:
             response = await self._http.get(url, headers=headers, params=params, timeout=self._timeout)
+        except httpx.TimeoutException as exc:
+            if isinstance(exc, httpx.ConnectTimeout) or spec.provider not in LOCAL_PROVIDERS:
+                return "OFFLINE", f"unreachable: {type(exc).__name__}"
+            return await self._busy_or_offline(base, exc)
         except httpx.HTTPError as exc:
             return "OFFLINE", f"unreachable: {type(exc).__name__}"
         if response.status_code == 200:
             return "ONLINE", ""
         return "API_ERROR", f"HTTP {response.status_code} from {url}"
+
+    async def _busy_or_offline(self, base: str, timeout: httpx.TimeoutException) -> tuple[Mode, str]:
+        """A local server that took the probe's connection and did not answer: BUSY if it still
+        accepts a bare TCP connection (measured), OFFLINE if not."""
+        try:
+            seconds = await connect_seconds(base, timeout=min(self._timeout, 1.0))
+        except (OSError, TimeoutError, ValueError) as exc:
+            return "OFFLINE", f"unreachable: {type(timeout).__name__}, then {type(exc).__name__}"
+        return "BUSY", (f"connected in {seconds * 1000:.0f} ms, no answer in {self._timeout:.1f} s: "
+                        "serving another request")
 
     @staticmethod
     def _request(provider: str, base: str, key: str) -> tuple[str, dict[str, str], dict[str, str]]:

@@ -1,7 +1,11 @@
 """The one door to language models: litellm, streaming, and a token heartbeat instead of timeouts.
 
 A local model may think for minutes, so there is no deadline on the call as a whole (spec §1,
-§8.4); a model that sends no token for `heartbeat_dead_seconds` is dead and the call fails.
+§8.4); a model that sends no token for `heartbeat_dead_seconds` is dead and the call fails. A
+local server that serves one request at a time (llama-cpp-python's; Ollama past its parallel
+slots) accepts a call's connection and answers only when its turn comes: until the answer
+starts, a local call waits up to `llm_queue_wait_seconds` for as long as the server still accepts
+connections (checked every `llm_queue_check_seconds`), so two runs sharing one model queue.
 What bounds a call is its output: every caller names a cap that fits its purpose, the JSON schema
 bounds each string and list (a grammar-constrained local model stops there), and a stream that
 repeats itself is cut as it streams (`app/llm/streaming.py`). A structured answer that ran to its
@@ -18,7 +22,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -28,18 +32,25 @@ from app.config import Settings
 from app.llm.approval import BudgetApprovalNeededError, CloudApprovalNeededError
 from app.llm.breaker import CircuitBreaker, transient
 from app.llm.budget import BudgetExceededError, Usage
-from app.llm.errors import HeartbeatTimeoutError, LlmError, LlmJsonError, LlmOverflowError
+from app.llm.endpoint import connect_seconds
+from app.llm.errors import HeartbeatTimeoutError, LlmError, LlmJsonError, LlmOverflowError, QueueWaitTimeoutError
 from app.llm.model_map import fit_model_map
 from app.llm.parsing import JsonParseError, parse_json_object
 from app.llm.runaway import without_repetition
 from app.llm.scope import LlmScope, current_scope
-from app.llm.streaming import Finish, TokenSink, collect
+from app.llm.streaming import Finish, TokenSink, close, collect
 from app.llm.tiers import CLOUD_PREFERENCE, Tier, TierSpec, local_capacity, select_local_tier, tier_specs
 from app.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
 __all__ = ["HeartbeatTimeoutError", "LitellmProvider", "Llm", "LlmError", "LlmJsonError", "LlmOverflowError",
-           "Message", "TokenSink", "count_tokens", "estimate_cost"]
+           "Message", "QueueWaitTimeoutError", "TokenSink", "count_tokens", "estimate_cost"]
+
+#: Providers of the local tiers: servers that may make a call wait for its turn.
+LOCAL_PROVIDERS = frozenset({"ollama", "local"})
+#: litellm's own HTTP timeout is set this far beyond the heartbeat (or the queue wait), so that
+#: ours, not litellm's (600 s when none is given), ends a call.
+LITELLM_TIMEOUT_MARGIN = 60.0
 
 
 @functools.cache
@@ -89,6 +100,8 @@ class LitellmProvider:
         # paid here, at start-up, instead of inside the first run's first call.
         count_tokens(self._specs[Tier.LOCAL_FAST].model, [{"role": "user", "content": "warm-up"}])
         self._heartbeat = settings.heartbeat_dead_seconds
+        self._queue_wait = settings.llm_queue_wait_seconds
+        self._queue_check = settings.llm_queue_check_seconds
         self._retries = settings.llm_retries
         self._retry_delay = settings.llm_retry_base_delay
         self._budget_mode = settings.budget_on_exceeded
@@ -169,6 +182,9 @@ class LitellmProvider:
         for attempt in range(self._retries + 1):
             try:
                 streamed = await self._stream(spec, request)
+            except QueueWaitTimeoutError:  # the server is up and serving others: no provider failure
+                self._metrics.llm_call(tier.value, "queue_timeout")
+                raise
             except HeartbeatTimeoutError:
                 self.breaker.failure(spec.provider)
                 self._metrics.llm_call(tier.value, "heartbeat_timeout")
@@ -228,9 +244,17 @@ class LitellmProvider:
             kwargs["response_format"] = {"type": "json_object"}
             if spec.provider == "local" and request.json_schema:
                 kwargs["response_format"]["schema"] = request.json_schema  # grammar-constrained JSON
+        queued = spec.provider in LOCAL_PROVIDERS and bool(spec.api_base)
+        # litellm's own HTTP timeout (a read timeout: per chunk, and for the answer to start) only as a backstop.
+        kwargs["timeout"] = max(self._heartbeat, self._queue_wait if queued else 0.0) + LITELLM_TIMEOUT_MARGIN
         try:
-            async with asyncio.timeout(self._heartbeat):
-                stream = await _litellm().acompletion(**kwargs)
+            if queued:
+                stream = await self._taken(spec, _litellm().acompletion(**kwargs))
+            else:
+                async with asyncio.timeout(self._heartbeat):
+                    stream = await _litellm().acompletion(**kwargs)
+        except LlmError:
+            raise
         except TimeoutError as exc:
             raise HeartbeatTimeoutError(self._dead_message(spec)) from exc
         except Exception as exc:  # litellm maps transport failures to its own exception types
@@ -238,6 +262,50 @@ class LitellmProvider:
         prompt = "\n".join(str(m.get("content") or "") for m in request.messages)
         return await collect(stream, heartbeat=self._heartbeat, on_token=request.on_token, prompt=prompt,
                              dead_message=self._dead_message(spec))
+
+    async def _taken(self, spec: TierSpec, call: Coroutine[Any, Any, Any]) -> Any:
+        """The stream of a local call once the server has taken it (its answer started). Until then
+        the call waits, up to `llm_queue_wait_seconds`, for as long as the server accepts TCP
+        connections: a server that serves one request at a time keeps the others connected and
+        unanswered while it generates. Refused = the server is gone: `LlmError` at once."""
+        task = asyncio.ensure_future(call)
+        started = time.monotonic()
+        waiting = False
+        taken = False
+        try:
+            while True:
+                left = self._queue_wait - (time.monotonic() - started)
+                done, _ = await asyncio.wait({task}, timeout=max(0.0, min(self._queue_check, left)))
+                if done:
+                    taken = True
+                    return task.result()
+                waited = time.monotonic() - started
+                if waited >= self._queue_wait:
+                    raise QueueWaitTimeoutError(
+                        f"the local model was busy for {waited:.0f} s: it did not take the call ({spec.model}); "
+                        f"LLM_QUEUE_WAIT_SECONDS is {self._queue_wait:g}")
+                if not waiting:
+                    waiting = True
+                    self._metrics.llm_queue_wait(spec.tier.value, waiting=True)
+                    log.info("waiting for the local model (busy): %s has not started answering after %.0f s "
+                             "(serving another request, or reading a long prompt); waiting up to %g s while it "
+                             "accepts connections", spec.model, waited, self._queue_wait)
+                await self._still_accepting(spec, waited)
+        finally:
+            if waiting:
+                self._metrics.llm_queue_wait(spec.tier.value, waiting=False)
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            elif not taken and not task.cancelled() and task.exception() is None:
+                await close(task.result())  # taken just as the wait gave up: free the server's generation
+
+    async def _still_accepting(self, spec: TierSpec, waited: float) -> None:
+        try:
+            await connect_seconds(spec.api_base or "", timeout=min(self._queue_check, 5.0))
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise LlmError(f"the local model's server is offline ({spec.model} at {spec.api_base}): "
+                           f"{type(exc).__name__} after waiting {waited:.0f} s for it to take the call") from exc
 
     async def complete_json(self, messages: Sequence[Message], schema: type[ModelT], *, max_tokens: int,
                             on_token: TokenSink | None = None) -> ModelT:

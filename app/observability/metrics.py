@@ -46,12 +46,19 @@ class Metrics:
         self.llm_tokens = Counter(
             "jervis_llm_tokens", "LLM tokens by tier and kind (prompt / completion).", ["tier", "kind"], registry=r)
         self.llm_calls = Counter(
-            "jervis_llm_calls", "LLM calls by tier and outcome (ok / error / heartbeat_timeout).",
+            "jervis_llm_calls", "LLM calls by tier and outcome (ok / error / heartbeat_timeout / queue_timeout = "
+            "a local server stayed busy past LLM_QUEUE_WAIT_SECONDS; length / repetition = cut answers).",
             ["tier", "outcome"], registry=r)
         self.llm_latency = Histogram(
             "jervis_llm_call_duration_seconds", "Wall time of a successful streamed LLM call, by tier.",
             ["tier"], buckets=_LLM_BUCKETS, registry=r)
         self.llm_cost = Counter("jervis_llm_cost_usd", "Estimated LLM cost in USD, by tier.", ["tier"], registry=r)
+        self.llm_queue_waits = Counter(
+            "jervis_llm_queue_waits", "Local LLM calls the server did not take within LLM_QUEUE_CHECK_SECONDS "
+            "(busy with another request, or still reading a long prompt) and that waited for it, by tier.",
+            ["tier"], registry=r)
+        self.llm_queue_waiting = Gauge(
+            "jervis_llm_queue_waiting", "Local LLM calls waiting now for the server to take them.", registry=r)
         self.agent_jobs = Counter(
             "jervis_agent_jobs", "Agent steps (Kubernetes Jobs or local processes) by agent, mode "
             "(agent / commit / push) and outcome (success / failure / cancelled / error).",
@@ -117,6 +124,14 @@ class Metrics:
             self.llm_tokens.labels(tier, "completion").inc(completion_tokens)
         if cost_usd:
             self.llm_cost.labels(tier).inc(cost_usd)
+
+    def llm_queue_wait(self, tier: str, waiting: bool) -> None:
+        """A local call started (`waiting`) or stopped waiting for the server to take it."""
+        if waiting:
+            self.llm_queue_waits.labels(tier).inc()
+            self.llm_queue_waiting.inc()
+        else:
+            self.llm_queue_waiting.dec()
 
     def agent_job(self, agent: str, mode: str, outcome: str, seconds: float) -> None:
         self.agent_jobs.labels(agent, mode, outcome).inc()

@@ -141,7 +141,8 @@ class RunManager:
 
     async def _model_offline(self, request: OrchestrateRequest, language: str) -> str | None:
         """Why no run can start now: the local model is OFFLINE (unreachable) and the request's rules
-        allow no cloud model; None otherwise (a failing but reachable model is the run's to meet)."""
+        allow no cloud model; None otherwise (a failing but reachable model is the run's to meet, and a
+        BUSY one — serving another client — takes the run's calls in turn: never refused)."""
         rules = request.rules
         if self._llm_health is None or rules.auto_use_anthropic or rules.auto_use_openai or rules.auto_use_gemini:
             return None

@@ -192,6 +192,26 @@ def test_generate_and_discovery_endpoints(llm: ScriptedLlmServer) -> None:
     assert httpx.get(llm.url + "/v1/models").json()["data"][0]["id"] == "test-model"
 
 
+def test_single_slot_mode_answers_nothing_else_while_a_generation_holds_the_slot(llm: ScriptedLlmServer) -> None:
+    """Like llama-cpp-python's server: a held generation keeps every other request (the model
+    listing too) connected and unanswered; Ollama's metadata endpoints still answer."""
+    release = threading.Event()
+    try:
+        llm.occupy(release)
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.get(llm.url + "/v1/models", timeout=0.3)
+        assert httpx.get(llm.url + "/api/tags", timeout=5).status_code == 200
+        with ThreadPoolExecutor(1) as pool:
+            listing = pool.submit(httpx.get, llm.url + "/v1/models", timeout=10)
+            llm.wait_for_slot_waiters(2)  # the timed-out listing still waits too, as on the real server
+            assert not listing.done()
+            release.set()
+            assert listing.result().json()["data"][0]["id"] == "test-model"
+        assert [r.matched for r in llm.requests] == ["occupant"]
+    finally:
+        release.set()
+
+
 # ---------------------------------------------------------------- Kotlin fake
 PROGRESS_EXAMPLE = {
     "taskId": "67ad0f1e2b3c4d5e6f708192", "clientId": "67a9b1c2d3e4f5a6b7c8d9e0", "node": "plan",
