@@ -1,0 +1,6 @@
+def encode(plain_text):
+    pass
+
+
+def decode(ciphered_text):
+    pass

@@ -1,0 +1,2 @@
+def parse_binary(binary_string):
+    pass

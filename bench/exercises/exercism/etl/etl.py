@@ -1,0 +1,2 @@
+def transform(legacy_data):
+    pass

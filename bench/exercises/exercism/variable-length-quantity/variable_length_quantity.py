@@ -1,0 +1,6 @@
+def encode(numbers):
+    pass
+
+
+def decode(bytes_):
+    pass
