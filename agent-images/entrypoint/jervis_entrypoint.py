@@ -329,14 +329,18 @@ def aider_argv(config: Config, step: Step, in_git: bool) -> list[str]:
     commands it suggests and fetch URLs it sees in the instructions: both off (the orchestrator runs
     the tests). It streams: a stopped agent then closes its connection, and the model server stops
     generating (a non-streamed request runs to its end on a local server, holding it for the next
-    caller). The tests covering the step are given read-only (`--read`). Edit format and repository
-    map come from AGENT_EXTRA_ARGS (the service's AIDER_ARGS)."""
+    caller). One message per process, so the chat history is never summarised: past
+    `--max-chat-history-tokens` (2,048 by default for a 32k model) Aider summarises it with the model
+    after the answer, and waits for that before it exits (two minutes per attempt on the embedded
+    model, holding its only slot). The tests covering the step are given read-only (`--read`). Edit
+    format and repository map come from AGENT_EXTRA_ARGS (the service's AIDER_ARGS)."""
     argv = ["aider", "--message-file", f"{JERVIS_DIR}/instructions.md", "--yes-always", "--no-auto-commits",
             "--no-dirty-commits", "--no-pretty", "--no-check-update", "--no-analytics",
             "--no-show-model-warnings", "--no-show-release-notes", "--no-gitignore", "--no-fancy-input",
             "--no-suggest-shell-commands", "--no-detect-urls", "--no-restore-chat-history",
             "--chat-history-file", f"{JERVIS_DIR}/aider.chat.history.md",
-            "--input-history-file", f"{JERVIS_DIR}/aider.input.history"]
+            "--input-history-file", f"{JERVIS_DIR}/aider.input.history",
+            "--max-chat-history-tokens", str(SUMMARY_NEVER_TOKENS)]
     if not in_git:
         argv.append("--no-git")
     if config.model:
@@ -349,6 +353,8 @@ def aider_argv(config: Config, step: Step, in_git: bool) -> list[str]:
     return [*argv, *step.files]
 
 
+#: A chat-history budget no single step's conversation reaches: Aider never summarises it.
+SUMMARY_NEVER_TOKENS = 1_000_000
 #: What Aider is told of the model when nothing else knows it: a context that holds a step, no price.
 AIDER_CONTEXT_TOKENS = 32768
 

@@ -958,3 +958,5 @@ def test_aider_answers_are_capped_in_proportion_to_the_files_it_edits(
     call = json.loads(log.read_text())
     assert call["settings"] == f"- name: aider/extra_params\n  extra_params:\n    max_tokens: {cap}\n"
     assert call["argv"][-len(files):] == files
+    # one message per process: its history is never summarised (a model call Aider waits for at exit)
+    assert call["argv"][call["argv"].index("--max-chat-history-tokens") + 1] == "1000000"
