@@ -132,6 +132,9 @@ class OrchestratorState(OrchestratorInput, total=False):
     test_plan: PlannedTestsDict | None
     """The command that runs the project's tests under `require_tests`, and where it came from
     (find_tests writes it before any planning; the plan gate, progress and the checks read it)."""
+    test_seconds: float | None
+    """The longest test run of this run that ended by itself (evaluate writes; the next test run's
+    deadline is a multiple of it, `verification.deadline_for_tests`)."""
     # evidence
     evidence_pack: EvidencePackDict | None
     """What evidence_pack gathered (KB, tracker artifacts, facts, unknowns); plans and answers read it."""

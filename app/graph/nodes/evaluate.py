@@ -90,6 +90,7 @@ async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
         checks = [check.model_copy(update={"message": f"{check.message} {note}"})
                   if check.name == "forbidden_files" else check for check in checks]
     warnings: list[str] = []
+    timing: dict[str, Any] = {}  # the longest test run that ended by itself: the next run's deadline
     code_changed = last.get("step_type") == StepType.CODE and last.get("changed_files")
     if code_changed and all(c.status == CheckStatus.PASSED for c in checks):
         step = CodingStep.model_validate(current_step(state))
@@ -97,7 +98,7 @@ async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
         workspace = ctx.workspaces.resolve(task["workspace_path"])
         checks.append(await _integrity(state, runtime, step, workspace, last, t))
         if rules.get("require_tests") and checks[-1].status == CheckStatus.PASSED:
-            checks.append(await _tests(state, runtime, step, workspace, t, warnings))
+            checks.append(await _tests(state, runtime, step, workspace, t, warnings, timing))
         if rules.get("require_review") and checks[-1].status != CheckStatus.FAILED:
             checks.append(await _review(state, runtime, step, workspace, last, t, warnings, language))
     evaluation = verdict(checks)
@@ -109,7 +110,7 @@ async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
     updates: dict[str, Any] = {"evaluation": evaluation.model_dump(mode="json")}
     if not evaluation.acceptable and last.get("success"):  # the verdict joins the attempt's result
         updates["step_results"] = [last | {"success": False}]
-    return updates | ({"warnings": fresh} if fresh else {})
+    return updates | timing | ({"warnings": fresh} if fresh else {})
 
 
 async def _revert_forbidden(runtime: NodeRuntime, task: TaskDict, base: str | None, forbidden: list[str],
@@ -147,7 +148,7 @@ async def _integrity(state: OrchestratorState, runtime: NodeRuntime, step: Codin
 
 
 async def _tests(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep, workspace: Any, t: Texts,
-                 warnings: list[str]) -> EvaluationCheck:
+                 warnings: list[str], timing: dict[str, Any]) -> EvaluationCheck:
     ctx = runtime.context
     command = command_for(state, workspace)
     if command is None:
@@ -157,7 +158,10 @@ async def _tests(state: OrchestratorState, runtime: NodeRuntime, step: CodingSte
     run = await verification.run_tests(
         ctx, command=command, workspace=workspace, step=step, thread_id=current_thread_id(),
         task=task_of(state), goal_index=state.get("current_goal_index", 0), attempt=state.get("attempt", 1),
-        on_log=lambda line: emit({"type": "agent_log", "agent": "tests", "line": line}))
+        on_log=lambda line: emit({"type": "agent_log", "agent": "tests", "line": line}),
+        longest=state.get("test_seconds"))
+    if run.seconds is not None:
+        timing["test_seconds"] = max(run.seconds, state.get("test_seconds") or 0.0)
     if run.outcome == "passed":
         return EvaluationCheck(name="tests", status=CheckStatus.PASSED, message=run.summary)
     if run.outcome == "not_run":  # under require_tests, work whose tests could not run is not done

@@ -5,6 +5,9 @@ and reported from the facts."""
 from __future__ import annotations
 
 import json
+import math
+import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,7 @@ from langgraph.types import Command
 
 from app.graph.context import RunContext
 from app.graph.recovery import Caps, FailedStep, decide
+from app.graph.verification import deadline_for_tests
 from tests.fixtures.llm_server import Reply
 from tests.support import file_block, kotlin_rules, make_git_repo, node_marker, reflection, steps_json
 from tests.unit.graph.graph_support import matched, start
@@ -233,3 +237,34 @@ async def test_the_planner_sees_the_workspaces_source_files_but_not_its_tests(
     listing = planned.last_user.split("## Existing files (use these paths; change only what the task needs)\n", 1)
     assert len(listing) == 2, planned.last_user
     assert listing[1].split("\n\n", 1)[0] == "- README.md\n- leap.py"  # test_leap.py left out
+
+
+HANGING = "import time\ntime.sleep(600)\n\n\ndef leap_year(year):\n    return False\n"
+
+
+@pytest.mark.settings(test_timeout_floor_seconds=2)
+async def test_tests_a_change_makes_hang_are_stopped_after_a_multiple_of_the_earlier_runs(
+        graph: Any, ctx: RunContext, llm: Any, exercise: str) -> None:
+    """Seen on the benchmark: an attempt's endless loop held the test run for 150 s (and gigabytes)
+    although the earlier run had taken a tenth of a second."""
+    query = ("Implement leap_year() in leap.py\n<<<FILE leap.py @1\ndef leap_year(year):\n    return True\n>>>\n"
+             f"<<<FILE leap.py @2\n{HANGING}>>>\n<<<FILE leap.py @3+\n{LEAP}>>>")
+    state, config = start(query, workspace_path=exercise, rules=kotlin_rules(require_tests=True))
+    started = time.monotonic()
+
+    instructions = await told(graph, state, config, ctx)
+
+    assert time.monotonic() - started < 60  # not TEST_TIMEOUT_SECONDS (600)
+    snapshot = (await graph.aget_state(config)).values
+    assert snapshot["test_plan"]["command"] == ["python3", "-m", "unittest", "discover"]  # found beside the code
+    assert [r["attempt"] for r in snapshot["step_results"]] == [1, 2, 3]
+    assert snapshot["step_results"][-1]["success"] is True
+    stopped = re.search(r"Tests timed out after (\d+) s", instructions)  # attempt 3 is told why attempt 2 failed
+    assert stopped is not None and 2 <= int(stopped.group(1)) <= math.ceil(10 * snapshot["test_seconds"])
+
+
+def test_the_deadline_of_a_test_run_follows_the_runs_that_measured_the_suite() -> None:
+    assert deadline_for_tests(600, 60, None) == 600  # nothing measured yet: the setting
+    assert deadline_for_tests(600, 60, 0.3) == 60  # a quick suite: the floor
+    assert deadline_for_tests(600, 60, 12.5) == 125
+    assert deadline_for_tests(600, 60, 300) == 600  # never past the setting
