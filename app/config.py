@@ -293,8 +293,7 @@ class Settings(BaseSettings):
     test_timeout_seconds: int = Field(default=600, ge=1)
     """Deadline of one test run (`require_tests`), a Job's `activeDeadlineSeconds` on Kubernetes."""
     test_timeout_floor_seconds: float = Field(default=60.0, gt=0)
-    """Once a run has seen its tests end by themselves, a later test run's deadline is ten times the longest such run,
-    never below this (nor above `TEST_TIMEOUT_SECONDS`): tests a change made hang cost a minute, not the deadline."""
+    """A later test run's deadline is ten times the longest that ran the tests to a verdict, never below this."""
 
     kb_timeout_seconds: float = 10.0
     """Timeout of a KB read."""
