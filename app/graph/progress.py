@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.graph.goals import finished_ids
+from app.graph.test_plan import from_plan
 from app.texts import Texts
 from app.texts.language import detect_language
 
@@ -103,11 +104,10 @@ _SAYS_TESTS = frozenset({"plan", "plan_epic", "design", "plan_steps", "evaluate"
 def tests_note(state: Mapping[str, Any], t: Texts) -> str:
     """"tests: python3 -m pytest -q (Python test files at the root)" once find_tests decided, else ""."""
     plan = state.get("test_plan")
-    if not plan:
+    command = from_plan(plan)
+    if plan is None or command is None:
         return ""
-    command = plan.get("command")
-    label = " ".join(command.split()) if isinstance(command, str) else " ".join(command or [])
-    return t.tests_found.format(command=label[:120], source=plan.get("source") or "-")
+    return t.tests_found.format(command=command.label()[:120], source=plan.get("source") or "-")
 
 
 def _wave_fields(state: Mapping[str, Any]) -> dict[str, Any]:
