@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from app.agent_settings import SERVICE_ONLY_VARIABLES
 from app.agents.base import AgentJob
-from app.config import SERVICE_ONLY_VARIABLES, Settings
+from app.config import Settings
 
 #: What Aider, git, node and Python need to start and reach the network: the search path, the
 #: user and home, locale and time zone, temporary and cache directories, proxies and CA bundles,

@@ -28,7 +28,7 @@ from app.agents.agent_env import local_agent_env
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
 from app.agents.control import cancel_requested, should_detach
 from app.agents.job_spec import job_name, step_label
-from app.agents.local_agents import AiderInstallError, LocalAgents
+from app.agents.local_agents import AgentInstallError, LocalAgents
 from app.agents.local_process import AgentProcess
 from app.agents.log_lines import LogFollower
 from app.agents.outcome import judge
@@ -78,9 +78,10 @@ class LocalRunner:
         if job.entrypoint_mode == "agent":  # git and test modes run no agent
             try:
                 agent_env = await self.agents.env(job.agent_type, log=_progress_sink(on_log))
-            except AiderInstallError as exc:
+            except AgentInstallError as exc:
+                program = self.agents.program(job.agent_type)
                 return judge(self._workspaces, job, exit_code=None, log_tail=str(exc)[-2000:],
-                             failure=f"Aider could not be installed: {str(exc).splitlines()[0]}")
+                             failure=f"{program} could not be installed: {str(exc).splitlines()[0]}")
         await self._retire_other_attempts(job, name)
         await prepare()
         process = AgentProcess.launch(job.workspace, name, [sys.executable, str(self._entrypoint)],

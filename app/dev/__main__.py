@@ -29,8 +29,7 @@ from pathlib import Path
 
 import uvicorn
 
-from app.agents.aider_install import AiderInstallError, ensure_aider
-from app.agents.local_agents import LocalAgents
+from app.agents.local_agents import AgentInstallError, LocalAgents
 from app.config import Settings
 from app.dev.embedded_model import MODEL_ALIAS, EmbeddedModel, embedded_llm_decision
 from app.dev.embedded_mongo import EmbeddedMongo
@@ -65,18 +64,21 @@ def start_embedded_llm(work_dir: Path) -> EmbeddedModel | None:
 
 
 def prepare_local_agents() -> None:
-    """Install the local Aider now (with its progress line) rather than inside the first step,
-    when the local runner will use it; a failure is reported and retried at the first step. The
-    service's start-up log then says what runs each agent type."""
+    """Install the local agent programs now (with their progress lines) rather than inside the
+    first step, when the local runner will use them; a failure is reported and retried at the
+    first step. The service's start-up log then says what runs each agent type."""
     settings = Settings()
     if settings.agent_runner != "local":
         return
     agents = LocalAgents(settings)
-    if any(agents.program(agent_type) == "aider" for agent_type in settings.agent_concurrency):
+    for name in sorted({agents.program(agent_type) for agent_type in settings.agent_concurrency}):
+        program = agents.programs.get(name)
+        if program is None or program.installed():
+            continue
         try:
-            ensure_aider(agents.aider_venv)
-        except AiderInstallError as exc:
-            print(f"aider: not installed ({exc}); code steps will try again", flush=True)
+            program.install(lambda line: print(line, flush=True))
+        except AgentInstallError as exc:
+            print(f"{name}: not installed ({exc}); code steps will try again", flush=True)
 
 
 def run() -> None:

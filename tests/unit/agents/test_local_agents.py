@@ -110,7 +110,7 @@ async def test_a_failed_install_fails_the_step_before_the_agent_starts(tmp_path:
     result = await runner.run(AgentJob(thread_id="thread-t1-abcd", task_id="t1", client_id="c1", agent_type="claude",
                                        workspace=repo), prepare=prepare, on_log=lines.append)
 
-    assert not result.success and result.summary.startswith("Aider could not be installed: pip install aider-chat")
+    assert not result.success and result.summary.startswith("aider could not be installed: pip install aider-chat")
     assert "No matching distribution" in result.log_tail or "no matching distribution" in result.log_tail.lower()
     assert prepared == [] and lines[0].startswith(f"aider: installing {AIDER_SPEC}")
     assert not is_installed(tmp_path / "cache" / "venv")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import DEFAULT_AGENT_SELECTION, Settings
+from app.agent_settings import DEFAULT_AGENT_SELECTION
+from app.config import Settings
 from app.graph.agent_selection import select_agent
 
 
