@@ -179,6 +179,9 @@ class TimedRunner:
         self._runner = runner
         self._timeline = timeline
 
+    def program(self, agent_type: str) -> str:
+        return self._runner.program(agent_type)
+
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
         began = time.monotonic()
         try:

@@ -58,9 +58,19 @@ class AgentResult(BaseModel):
     unchanged: bool = False
     """The agent reported success but changed no file where changes were expected (a failure;
     `summary` is the agent's own, the caller words the failure in the run's language)."""
+    program: str | None = None
+    """The program that ran the step (`aider`, `openhands`, `claude`, a Job's image), when it is not
+    simply the step's agent type: the local runner maps types to programs and falls back."""
+    fallback: str | None = None
+    """Why `program` is not the one planned for the step's type (e.g. its install failed)."""
 
 
 class AgentRunner(Protocol):
+    def program(self, agent_type: str) -> str:
+        """The program that will run a step of `agent_type` (for progress and the terminal client):
+        on the local runner what `LOCAL_AGENTS` maps it to (or its fallback), on Kubernetes the type's image."""
+        ...
+
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
         """Run the step to completion. `prepare` writes the hand-over files and is awaited only
         when a new agent starts (not when re-attaching to one that already runs). Cancelling

@@ -81,6 +81,10 @@ class KubernetesJobRunner:
         self._settings = settings
         self._local_slots: dict[str, asyncio.Semaphore] = {}
 
+    def program(self, agent_type: str) -> str:
+        """A Job runs the type's own image, so the type names its program."""
+        return agent_type
+
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
         name = job_name(job)
         slot_deadline = asyncio.get_running_loop().time() + self._settings.k8s_capacity_wait_seconds

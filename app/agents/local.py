@@ -28,7 +28,7 @@ from app.agents.agent_env import local_agent_env
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
 from app.agents.control import cancel_requested, should_detach
 from app.agents.job_spec import job_name, step_label
-from app.agents.local_agents import AgentInstallError, LocalAgents
+from app.agents.local_agents import AgentInstallError, LocalAgents, Resolved
 from app.agents.local_process import AgentProcess
 from app.agents.log_lines import LogFollower
 from app.agents.outcome import judge
@@ -75,18 +75,26 @@ class LocalRunner:
             found.kill_orphans()
             found.remove()
         agent_env: dict[str, str] = {}
+        resolved: Resolved | None = None
         if job.entrypoint_mode == "agent":  # git and test modes run no agent
             try:
-                agent_env = await self.agents.env(job.agent_type, log=_progress_sink(on_log))
+                resolved = await self.agents.resolve(job.agent_type, log=_progress_sink(on_log))
             except AgentInstallError as exc:
-                program = self.agents.program(job.agent_type)
+                program = self.agents.program(job.agent_type, planned=True)
                 return judge(self._workspaces, job, exit_code=None, log_tail=str(exc)[-2000:],
                              failure=f"{program} could not be installed: {str(exc).splitlines()[0]}")
+            agent_env = resolved.env
         await self._retire_other_attempts(job, name)
         await prepare()
         process = AgentProcess.launch(job.workspace, name, [sys.executable, str(self._entrypoint)],
                                       self._env(job, agent_env), thread_id=job.thread_id, step=step_label(job))
-        return await self._watch(process, job, on_log, replay=False)
+        result = await self._watch(process, job, on_log, replay=False)
+        if resolved is None:
+            return result
+        return result.model_copy(update={"program": resolved.program, "fallback": resolved.fallback})
+
+    def program(self, agent_type: str) -> str:
+        return self.agents.program(agent_type)
 
     async def _retire_other_attempts(self, job: AgentJob, name: str) -> None:
         """No two attempts of one step run at once: an earlier one left running (its run was

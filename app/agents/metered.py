@@ -24,6 +24,9 @@ class MeteredRunner:
         self._metrics = metrics
         self._redact = redact
 
+    def program(self, agent_type: str) -> str:
+        return self._inner.program(agent_type)
+
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
         started = time.monotonic()
         outcome = "error"

@@ -118,7 +118,9 @@ class Renderer:
             case "node_end" if data.get("error"):
                 self.line(f"✗ {data.get('node')}: {data['error']}", fg="red")
             case "agent_start":
-                self.line(f"▶ {data.get('agent')} · goal {_int(data.get('goal_index')) + 1} · step "
+                runs = data.get("agent") if data.get("program") in (None, data.get("agent")) else \
+                    f"{data.get('agent')} → {data.get('program')}"
+                self.line(f"▶ {runs} · goal {_int(data.get('goal_index')) + 1} · step "
                           f"{_int(data.get('step_index')) + 1} · attempt {_int(data.get('attempt'), 1)}", bold=True)
             case "agent_log":
                 self.line(f"  {data.get('agent', 'agent')}│ {_clip(str(data.get('line', '')), AGENT_LINE_LIMIT)}",

@@ -127,3 +127,10 @@ def retry_reason(decision: Mapping[str, Any], language: str | None) -> str:
             return text
     lines = str(decision.get("failure") or "").strip().splitlines()
     return " ".join(lines[0].split()).rstrip(":") if lines else ""
+
+
+def agent_label(agent: str, program: str | None, fallback: str | None = None) -> str:
+    """What runs a step, for people: `aider`, or `openhands → aider` when the local runner maps the
+    planned type to another program, with the fallback's reason when that is why."""
+    label = agent if not program or program == agent else f"{agent} → {program}"
+    return f"{label} ({fallback})" if fallback else label

@@ -158,6 +158,8 @@ class StepResultDict(TypedDict):
     success: bool
     summary: str
     agent_type: str | None
+    program: str | None
+    fallback: str | None
     step_type: str
     changed_files: list[str]
     attempt: int

@@ -13,6 +13,7 @@ from typing import Any
 
 from app.graph.goals import finished_ids, plan_order
 from app.graph.nodes._common import clip
+from app.graph.progress import agent_label
 from app.persistence.runs import RunRecord
 from app.runs.status import first_line, run_summary
 from app.schemas.runs import BudgetUse, GoalView, Question, RunDetail, StepAttempt, StepView
@@ -92,7 +93,8 @@ def steps_view(values: Mapping[str, Any], goal_index: int, *, planned: Sequence[
         tried = sorted(by_step.get(index, []), key=lambda r: int(r.get("attempt", 1)))
         attempts = [StepAttempt(attempt=int(r.get("attempt", 1)), success=bool(r.get("success")),
                                 summary=str(r.get("summary") or ""), changed_files=list(r.get("changed_files") or []),
-                                agent=r.get("agent_type")) for r in tried]
+                                agent=agent_label(str(r.get("agent_type")), r.get("program"), r.get("fallback"))
+                                if r.get("agent_type") else None) for r in tried]
         if index in skipped:
             status = "skipped"
         elif tried and tried[-1].get("success"):

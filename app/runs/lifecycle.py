@@ -75,6 +75,8 @@ class RunProgress:
     """What each goal running in a wave started last (its subgraph's node starts)."""
     node: str = ""
     """The run's own node running now."""
+    agent: str = ""
+    """What runs the current step (`progress.agent_label`), from its last `agent_start` event; /status says it."""
 
     def goal_states(self, t: Texts) -> str:
         """Each goal's state for /status and SSE ("" for a plan of one goal)."""
@@ -225,6 +227,8 @@ class RunDriver:
                     elif isinstance(update, dict):
                         merge_update(tracked, update)
             elif mode == "custom" and isinstance(chunk, dict):
+                if chunk.get("type") == "agent_start":
+                    run_progress.agent = progress.agent_label(str(chunk.get("agent")), chunk.get("program"))
                 events.publish(str(chunk.get("type", "custom")), {k: v for k, v in chunk.items() if k != "type"})
         if interrupt_value is not None:
             return RunOutcome(
@@ -259,9 +263,12 @@ class RunDriver:
             goals, steps = tracked.get("goals") or [], tracked.get("steps") or []
             run_progress.percent = progress.monotonic(run_progress.percent, tracked, node)
             language = run_language(tracked, self._context.settings)
+            message = progress.message(tracked, node, texts(language), language)
+            if node == "execute_step" and (agent := self._step_agent(tracked)):
+                message = f"{message.rstrip('…')} ({agent})"  # what runs it, e.g. "openhands → aider"
             push = ProgressPush(
                 task_id=run.task_id, client_id=run.client_id, node=node,
-                message=progress.message(tracked, node, texts(language), language),
+                message=message,
                 percent=run_progress.percent,
                 goal_index=int(tracked.get("current_goal_index") or 0), total_goals=len(goals),
                 step_index=int(tracked.get("current_step_index") or 0), total_steps=len(steps),
@@ -281,6 +288,14 @@ class RunDriver:
             events.publish("node_end", {"node": node, "duration_ms": duration,
                                         **({"error": str(error)} if error else {})})
 
+
+    def _step_agent(self, tracked: dict[str, Any]) -> str:
+        """What will run the current step when it is a code step ("" otherwise)."""
+        steps = tracked.get("steps") or []
+        index = int(tracked.get("current_step_index") or 0)
+        step = steps[index] if 0 <= index < len(steps) else {}
+        agent = step.get("agent_type") if step.get("step_type", "code") == "code" else None
+        return progress.agent_label(agent, self._context.runner.program(agent)) if agent else ""
 
     def _on_goal_task(self, run: RunIdentity, chunk: dict[str, Any], tracked: dict[str, Any], events: EventLog,
                       run_progress: RunProgress) -> None:

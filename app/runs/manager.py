@@ -248,7 +248,7 @@ class RunManager:
         if run is None:
             return status_map(thread_id, await self._runs.get(thread_id))
         if run.outcome is None:
-            return status_map(thread_id, None, live_percent=run.progress.percent,
+            return status_map(thread_id, None, live_percent=run.progress.percent, agent=run.progress.agent,
                               goals=run.progress.goal_states(texts(run_language(run.progress.values, self._settings))))
         return status_map(thread_id, record_of(run.identity, run.outcome))
 

@@ -23,14 +23,16 @@ REQUEST_CHARS = 200
 
 
 def status_map(thread_id: str, record: RunRecord | None, *, live_percent: float | None = None,
-               goals: str = "") -> dict[str, str]:
+               goals: str = "", agent: str = "") -> dict[str, str]:
     """The `/status` body (strings only: Kotlin decodes `Map<String, String>`).
 
     `live_percent` is given while the run executes in this process; else `record` decides, and
-    no record is `unknown`. `goals` is where each goal of a running plan stands.
+    no record is `unknown`. `goals` is where each goal of a running plan stands, `agent` what runs
+    its latest step (`openhands → aider`).
     """
     if live_percent is not None:
-        return status_reply(thread_id, "running", percent=f"{live_percent:g}", **({"goals": goals} if goals else {}))
+        return status_reply(thread_id, "running", percent=f"{live_percent:g}", **({"goals": goals} if goals else {}),
+                            **({"agent": agent} if agent else {}))
     if record is None:
         return status_reply(thread_id, "unknown")
     usage = usage_fields(record.usage)

@@ -207,6 +207,10 @@ class StepResult(BaseModel):
     """The attempt succeeded: the agent's own verdict, then evaluate's (checks, tests, review)."""
     summary: str
     agent_type: str | None = None
+    program: str | None = None
+    """The program that ran it when not the type's own (the local runner's mapping or fallback)."""
+    fallback: str | None = None
+    """Why `program` ran in place of the one mapped to the type (its install failed)."""
     step_type: str = StepType.CODE.value
     changed_files: list[str] = Field(default_factory=list)
     attempt: int = 1

@@ -55,6 +55,8 @@ class Texts:
     check_tests_failed: str
     check_tests_not_run: str
     check_no_test_command: str
+    agent_fallback: str
+    """A step ran on another program than its type's (step, agent, program, reason)."""
     # the test command under require_tests (find_tests)
     tests_which_command: str
     tests_none_stop: str

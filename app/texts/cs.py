@@ -55,6 +55,7 @@ CS = Texts(
     tests_none_stop=("Zastaveno před jakoukoli změnou: pravidla vyžadují otestovanou práci (require_tests), "
                      "ale příkaz, který spouští testy projektu, není znám. Přidejte testy, nebo napište, "
                      "jak se spouštějí."),
+    agent_fallback="Krok {step} určený pro {agent} provedl {program}: {reason}",
     tests_found="testy: {command} ({source})",
     tests_source_user="vaše odpověď",
     tests_source_remembered="vaše odpověď z dřívějšího běhu tohoto projektu",

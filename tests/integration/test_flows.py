@@ -72,7 +72,7 @@ def test_advice_question_is_answered_and_reported_done(client, llm, kotlin, kb) 
     assert status["status"] == "done" and status["summary"] == done["summary"]
 
 
-def test_code_task_runs_agent_asks_for_commit_and_commits_on_approval(client, llm, kotlin, workspace) -> None:
+def test_code_task_runs_agent_asks_for_commit_and_commits_on_approval(client, llm, kotlin, workspace, service) -> None:
     rel, repo = workspace
     llm.script(*code_task_script())
     body = orchestrate_body(workspace_path=rel)
@@ -104,6 +104,8 @@ def test_code_task_runs_agent_asks_for_commit_and_commits_on_approval(client, ll
                      "finalize"]
     step_push = next(p for p in kotlin.progress if p["taskId"] == body["task_id"] and p["node"] == "execute_step")
     assert step_push["totalGoals"] == 1 and step_push["totalSteps"] == 1
+    # the planned type, and what runs it: a Job of its image, or the local runner's program (the test command)
+    assert step_push["message"].endswith(" (aider)" if service.runner == "kubernetes" else " (aider → command)")
     assert kotlin.violations == []
     status = client.get(f"/status/{thread_id}").json()
     assert_string_status(status)

@@ -408,7 +408,11 @@ function runPage(root, threadId) {
         followEnd();
         break;
       }
-      case "agent_start": addEntry("agent", `${data.agent} started`, data.ts); break;
+      case "agent_start": {
+        const runs = data.program && data.program !== data.agent ? `${data.agent} → ${data.program}` : data.agent;
+        addEntry("agent", `${runs} started`, data.ts);
+        break;
+      }
       case "reflection": addEntry("reflection", `step ${(data.step_index || 0) + 1} attempt ${data.attempt}: ${data.action}` +
         ` (${data.source}) after "${data.failure}"${data.hint ? `; next: ${data.hint}` : ""}`, data.ts); break;
       case "verification": addEntry("verification", (data.acceptable ? "accepted" : "not accepted") +

@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 from app.agents.workspace import WorkspaceError, render_environment
 from app.config import Settings
 from app.graph import chat
-from app.graph.agent_selection import select_agent
+from app.graph.agent_selection import choose_agent
 from app.graph.context import RunContext
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict, StepDict, TaskDict
@@ -122,16 +122,27 @@ def planning_context(state: OrchestratorState) -> str:
 
 
 def number_steps(steps: list[CodingStep], *, complexity: str | None, preference: str, mapping: Mapping[str, str],
-                 start: int = 0, revision: int = 0) -> list[dict[str, Any]]:
-    """Index the steps (from `start`), mark their plan revision and pick each code step's agent."""
+                 cloud_allowed: bool, start: int = 0, revision: int = 0) -> list[dict[str, Any]]:
+    """Index the steps (from `start`), mark their plan revision and pick each code step's agent
+    (`choose_agent`: a table choice the project does not allow is replaced, and the stream says why)."""
     numbered = []
+    choice = choose_agent(complexity, preference, mapping, cloud_allowed=cloud_allowed)
+    if choice.reason and any(step.step_type == StepType.CODE for step in steps):
+        emit({"type": "warning", "message": f"{choice.agent} runs the code steps: {choice.reason}"})
     for offset, step in enumerate(steps):
         step.index = start + offset
         step.revision = revision
         if step.step_type == StepType.CODE:
-            step.agent_type = select_agent(complexity, preference, mapping)
+            step.agent_type = choice.agent
         numbered.append(step.model_dump(mode="json"))
     return numbered
+
+
+def cloud_allowed(state: OrchestratorState) -> bool:
+    """Whether a cloud agent (Claude) may take a step by the table: the project's rules allow
+    Anthropic, or the request itself asked for the cloud."""
+    rules: Mapping[str, Any] = state.get("rules") or {}
+    return bool(rules.get("auto_use_anthropic") or state.get("allow_cloud_prompt"))
 
 
 def current_goal(state: OrchestratorState) -> GoalDict:

@@ -249,11 +249,12 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
         await ctx.workspaces.check_links(workspace)
         ctx.workspaces.prepare(workspace, brief)
 
-    emit({"type": "agent_start", "agent": agent, "goal_index": goal_index, "step_index": step.index,
-          "attempt": attempt})
-    try:
+    program = ctx.runner.program(agent)
+    emit({"type": "agent_start", "agent": agent, "program": program, "goal_index": goal_index,
+          "step_index": step.index, "attempt": attempt})
+    try:  # each output line is named after the program that printed it, not the type planned
         result = await ctx.runner.run(job, prepare=prepare,
-                                      on_log=lambda line: emit({"type": "agent_log", "agent": agent, "line": line}))
+                                      on_log=lambda line: emit({"type": "agent_log", "agent": program, "line": line}))
     except WorkspaceError:
         raise
     except WorkspaceEscapeError as exc:  # a symlink out of the workspace: the agent never started
@@ -266,6 +267,10 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
         if not should_detach():  # a suspended run's agent still reads and writes .jervis/
             ctx.workspaces.cleanup(workspace)
     count_agent_tokens(agent, result)
+    ran = result.program or program
+    if result.fallback:
+        emit({"type": "warning", "message": texts(language).agent_fallback.format(
+            step=step.index + 1, agent=agent, program=ran, reason=result.fallback)})
     if base is None:  # re-attached to an agent an earlier process started: its base is on record
         base = await step_changes.recorded_base(ctx.snapshots, workspace, key)
     findings = "" if step.expects_changes else clip(
@@ -278,7 +283,8 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     summary = texts(run_language(state, ctx.settings)).agent_changed_nothing.format(summary=result.summary) \
         if result.unchanged else result.summary
     return StepResult(step_index=step.index, goal_index=goal_index, success=result.success, summary=summary,
-                      agent_type=agent, step_type=StepType.CODE, changed_files=result.changed_files,
+                      agent_type=agent, program=ran if ran != agent else None, fallback=result.fallback,
+                      step_type=StepType.CODE, changed_files=result.changed_files,
                       attempt=attempt, revision=step.revision, findings=findings, title=clip(step.instructions, 120),
                       base_tree=base)
 
@@ -375,6 +381,9 @@ async def execute_step(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
             updates["warnings"] = not_carried_out
     else:
         result = await _code(state, runtime, step)
+        if result.fallback:  # the report says which program ran in place of the planned one, and why
+            updates["warnings"] = [texts(run_language(state, runtime.context.settings)).agent_fallback.format(
+                step=result.step_index + 1, agent=result.agent_type, program=result.program, reason=result.fallback)]
     runtime.context.context_store.save_nowait(
         run_key(state), "step", ContextStore.step_key(result.goal_index, result.step_index), result.summary,
         result.model_dump(mode="json"),

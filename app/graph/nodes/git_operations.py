@@ -30,6 +30,7 @@ from app.graph.approval import Modification, classify_modification
 from app.graph.nodes._common import (
     NodeRuntime,
     clip,
+    cloud_allowed,
     current_goal,
     current_thread_id,
     emit,
@@ -160,7 +161,8 @@ def added_step(state: OrchestratorState, runtime: NodeRuntime, text: str, branch
     step = CodingStep(instructions=text, step_type=StepType.CODE)
     new = number_steps([step], complexity=goal.get("complexity"),
                        preference=task_of(state).get("agent_preference", "auto"),
-                       mapping=runtime.context.settings.agent_selection, start=len(steps),
+                       mapping=runtime.context.settings.agent_selection,
+                       cloud_allowed=cloud_allowed(state), start=len(steps),
                        revision=state.get("replans", 0))
     return {"commit_approval": {"approved": True, "modification": text, "branch": branch},
             "steps": steps + new, "current_step_index": len(steps), "user_conditions": [text],

@@ -17,6 +17,7 @@ from app.graph import chat, prompts
 from app.graph.nodes._common import (
     NodeRuntime,
     clip,
+    cloud_allowed,
     number_steps,
     planning_context,
     reset_step_counters,
@@ -69,7 +70,7 @@ async def plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]
     return base | updates | {
         "goals": [goal],
         "steps": number_steps(steps, complexity=goal["complexity"], preference=task.get("agent_preference", "auto"),
-                              mapping=ctx.settings.agent_selection),
+                              mapping=ctx.settings.agent_selection, cloud_allowed=cloud_allowed(state)),
     }
 
 

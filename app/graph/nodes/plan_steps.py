@@ -14,6 +14,7 @@ from app.graph import prompts
 from app.graph.goals import finished_ids
 from app.graph.nodes._common import (
     NodeRuntime,
+    cloud_allowed,
     current_goal,
     number_steps,
     planning_context,
@@ -70,5 +71,6 @@ async def plan_steps(state: OrchestratorState, runtime: NodeRuntime) -> dict[str
         steps = [CodingStep(instructions=goal_text)]
         updates["warnings"] = [texts(language).warning_plan_fallback.format(error=exc)]
     steps_json = number_steps(steps, complexity=goal.get("complexity"), preference=task.get("agent_preference", "auto"),
-                              mapping=ctx.settings.agent_selection, revision=state.get("replans", 0))
+                              mapping=ctx.settings.agent_selection,
+                              cloud_allowed=cloud_allowed(state), revision=state.get("replans", 0))
     return updates | {"steps": steps_json, "current_step_index": 0, **reset_step_counters()}

@@ -15,6 +15,7 @@ from app.graph.goals import finished_ids
 from app.graph.nodes._common import (
     NodeRuntime,
     clip,
+    cloud_allowed,
     current_goal,
     number_steps,
     planning_context,
@@ -76,5 +77,6 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
         max_tokens=prompts.Cap.STEPS)
     steps = number_steps(cleaned_steps(planned.steps), complexity=goal.get("complexity"),
                          preference=task.get("agent_preference", "auto"), mapping=ctx.settings.agent_selection,
+                         cloud_allowed=cloud_allowed(state),
                          start=len(done), revision=replans)
     return common | {"steps": done + steps, "current_step_index": len(done)}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from app.cli.client import ServiceClient, StreamGoneError
@@ -68,3 +70,21 @@ def test_stream_gives_up_at_its_reconnect_deadline() -> None:
 
     assert sum(waits) == pytest.approx(3.0) and waits[0] == 0.25  # backoff, bounded by the deadline
     assert stream.cursor == 4
+
+
+def test_the_terminal_names_the_program_that_runs_a_step_and_prints_its_lines() -> None:
+    """A step planned for `openhands` that the local runner hands to Aider says so; its output
+    lines carry the program's name, not the type's."""
+    from app.cli.events import SseEvent
+    from app.cli.render import Renderer
+
+    out = io.StringIO()
+    renderer = Renderer(out=out, err=io.StringIO(), color=False)
+    renderer.on_event(SseEvent(1, "agent_start", {"agent": "openhands", "program": "aider", "goal_index": 0,
+                                                  "step_index": 0, "attempt": 1}))
+    renderer.on_event(SseEvent(2, "agent_log", {"agent": "aider", "line": "Aider v0.86.2"}))
+    renderer.on_event(SseEvent(3, "agent_start", {"agent": "aider", "program": "aider", "goal_index": 0,
+                                                  "step_index": 1, "attempt": 1}))
+    lines = out.getvalue().splitlines()
+    assert lines == ["▶ openhands → aider · goal 1 · step 1 · attempt 1", "  aider│ Aider v0.86.2",
+                     "▶ aider · goal 1 · step 2 · attempt 1"]

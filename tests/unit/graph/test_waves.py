@@ -38,6 +38,9 @@ class RecordingRunner:
         self._runner = runner
         self.runs: list[tuple[int, str, float, float]] = []  # goal index, workspace, start, end
 
+    def program(self, agent_type: str) -> str:
+        return self._runner.program(agent_type)
+
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
         began = time.monotonic()
         result = await self._runner.run(job, prepare=prepare, on_log=on_log)

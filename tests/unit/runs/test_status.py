@@ -25,6 +25,12 @@ def test_a_run_executing_here_shows_its_live_percent_whatever_is_stored() -> Non
         "status": "running", "thread_id": "thread-t1-abc", "percent": "42.5"}
 
 
+def test_a_running_step_says_which_program_runs_it() -> None:
+    assert status_map("thread-t1-abc", None, live_percent=50.0, agent="openhands → aider")["agent"] == \
+        "openhands → aider"
+    assert "agent" not in status_map("thread-t1-abc", None, live_percent=50.0)
+
+
 def test_no_record_is_unknown() -> None:
     assert status_map("thread-x", None) == {"status": "unknown", "thread_id": "thread-x"}
 
