@@ -35,9 +35,11 @@ class AgentSettings(BaseSettings):
     local_agents: dict[AgentName, AgentName] = Field(default_factory=lambda: dict[AgentName, AgentName]({
         "aider": "aider", "openhands": "aider", "claude": "aider", "junie": "aider",
     }))
-    """Local runner: the agent that runs steps planned for each type (JSON). `aider` is installed into its own
-    virtualenv (`AIDER_VENV`) on first use and works with the local LLM (the embedded model or Ollama); the others
-    must be on PATH with their own credentials."""
+    """Local runner: the program that runs steps planned for each type (JSON). `aider`, `openhands` (its SDK) and
+    `claude` (Claude Code) are installed into `.cache/agents/` on first use and work with the local LLM (Claude Code
+    through the service's `/v1/messages` unless `ANTHROPIC_API_KEY` is set); `junie` must be on PATH with its own
+    key. By default every type runs Aider: on the embedded 1.5B model OpenHands and Claude Code made no correct
+    change where Aider did. A program that cannot be installed gives way to Aider, said in the run."""
     local_agent_command: list[str] = Field(default_factory=list)
     """Local runner: one command (argv, JSON list) that replaces the agent of every type, e.g. the tests'
     deterministic agent. Empty = `LOCAL_AGENTS`."""
@@ -47,6 +49,18 @@ class AgentSettings(BaseSettings):
     aider_args: list[str] = Field(default_factory=lambda: ["--edit-format", "whole", "--map-tokens", "0"])
     """Extra Aider flags for both runners (JSON list): whole-file edits and no repository map keep a small local
     model reliable (the diff formats fail often with a 1.5B model); a large model may prefer `--edit-format diff`."""
+    openhands_venv: str = ".cache/agents/openhands-venv"
+    """Local runner: the OpenHands SDK's own virtualenv (relative paths are under the project directory); installed
+    there on first use, with a Python of 3.12 or later, unless it already holds the pinned version."""
+    openhands_python: str | None = None
+    """Local runner: the Python (3.12 or later) that OpenHands' virtualenv is made with. Unset: the first that runs
+    of `python3.12` / `python3.13` on PATH and pyenv's installed versions."""
+    claude_code_dir: str = ".cache/agents/claude-code"
+    """Local runner: where Claude Code is installed from npm (its own prefix; relative paths are under the project
+    directory) on first use, unless it already holds the pinned version. Needs Node.js 18 or later and npm."""
+    claude_local_max_output_tokens: int = Field(default=4096, ge=256)
+    """Local runner, Claude Code without `ANTHROPIC_API_KEY`: the most tokens one answer of the local model may
+    have on the service's `/v1/messages` (Claude Code asks for 32,000: half an hour of a small model looping)."""
     agent_images: dict[str, str] = Field(default_factory=lambda: {
         "aider": "jervis-aider", "openhands": "jervis-coding-engine", "claude": "jervis-claude",
         "junie": "jervis-junie",
@@ -81,6 +95,19 @@ class AgentSettings(BaseSettings):
     """Local runner: further variables passed from the service's environment to agents (JSON list, e.g.
     `["HF_HOME"]`). Agents otherwise get only an allow-list: basic process variables (PATH, HOME, locale, proxies,
     CA bundles), their job's variables and `AGENT_SECRET_KEYS`; never `MONGODB_URL` or `API_TOKEN`."""
+    agent_sandbox: Literal["auto", "bwrap", "off"] = "auto"
+    """Local runner: how agents and test runs are confined. `auto`: in a bubblewrap sandbox when `bwrap` works here
+    (the workspace writable, the rest read-only; HOME, DATA_ROOT and `AGENT_SANDBOX_HIDE` hidden); without one,
+    agents that can run commands (all but Aider) and test runs are refused. `bwrap`: the sandbox is required, Aider
+    included. `off`: agents run unconfined as the service's user. Git steps (commit, push) are never confined."""
+    agent_sandbox_hide: list[str] = Field(default_factory=lambda: [".data", ".env"])
+    """Local runner: paths hidden from sandboxed agents besides HOME and DATA_ROOT (JSON list; relative paths are
+    under the project directory): by default the development data (embedded MongoDB, model server, workspaces)
+    and the project's `.env`."""
+    agent_sandbox_writable: list[str] = Field(default_factory=list)
+    """Local runner: further paths sandboxed agents may write, bound as they are (JSON list; relative paths are under
+    the project directory), e.g. a build cache such as `~/.m2` that test runs should share instead of starting empty.
+    What is written there outlives the step and is seen by every client's agents."""
     agent_service_account: str | None = None
     """Service account of agent Jobs (none = the namespace default)."""
     job_ttl_seconds: int = 300

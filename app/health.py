@@ -12,6 +12,7 @@ local model, one serving another client, takes a run's calls in turn).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,6 +21,7 @@ import httpx
 from pymongo import AsyncMongoClient
 
 from app.agents.factory import describe_agents
+from app.agents.sandbox import AgentSandbox
 from app.clients.knowledge_base import KnowledgeBaseClient
 from app.config import Settings
 from app.llm.health import ProviderHealth
@@ -41,6 +43,7 @@ class HealthChecker:
         self._llm_health = llm
         self._clock = clock
         self._cached: tuple[float, dict[str, Any]] | None = None
+        self._sandbox = AgentSandbox(settings, os.environ, data_root=settings.data_root)
         self._lock = asyncio.Lock()
 
     async def report(self) -> dict[str, Any]:
@@ -53,6 +56,7 @@ class HealthChecker:
             "max_concurrent_orchestrations": self._settings.max_concurrent_orchestrations,
             "agent_runner": self._settings.agent_runner,
             "agents": describe_agents(self._settings),  # a few stat calls: the install state now
+            "agent_sandbox": await self._sandbox.describe(),  # probed once per process
             "pod_id": self._settings.pod_id,
             "dependencies": dependencies,
             "llm_tiers": tiers,

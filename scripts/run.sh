@@ -5,5 +5,12 @@
 # cached in .cache/llm/. JERVIS_EMBEDDED_LLM=0 skips it. Code steps run Aider, installed the first
 # time into .cache/agents/aider-venv (1-3 min).
 source "$(dirname "$0")/_venv.sh" requirements.txt
+# Agents run in a bubblewrap sandbox (AGENT_SANDBOX); without it only Aider runs, unconfined.
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "installing Debian's bubblewrap for the agent sandbox …" >&2
+  SUDO=""; [ "$(id -u)" != 0 ] && SUDO="sudo"
+  $SUDO apt-get install -y -q bubblewrap >&2 || { $SUDO apt-get update -q >&2 && $SUDO apt-get install -y -q bubblewrap >&2; } \
+    || echo "bubblewrap could not be installed: agents other than Aider will be refused (AGENT_SANDBOX=off runs them unconfined)" >&2
+fi
 .venv/bin/python -m app.dev prepare
 exec .venv/bin/python -m app.dev

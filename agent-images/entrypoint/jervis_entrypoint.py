@@ -225,7 +225,9 @@ def git(workspace: Path, *args: str, timeout: float = GIT_TIMEOUT, read_only: bo
     if read_only:
         environment["GIT_OPTIONAL_LOCKS"] = "0"
     return subprocess.run(
-        ["git", "-c", "safe.directory=*", "-c", "core.quotepath=off", *args],
+        # hooks and fsmonitor programs of the workspace's config are the agent's: never run them here
+        ["git", "-c", "safe.directory=*", "-c", "core.quotepath=off", "-c", "core.hooksPath=/dev/null",
+         "-c", "core.fsmonitor=false", *args],
         cwd=workspace, env=environment, capture_output=True, text=True,
         encoding="utf-8" if raw_paths else None, errors="surrogateescape" if raw_paths else "replace",
         timeout=timeout, input=input_text, stdin=subprocess.DEVNULL if input_text is None else None, check=False,
@@ -409,9 +411,18 @@ def aider_model_settings(workspace: Path, step: Step) -> Path:
     return path
 
 
+#: Claude Code's built-in tools an agent step gets: reading, editing, writing files and a shell.
+#: The rest (web, subagents, notebooks, to-do lists) add ~60 KB of tool descriptions to every
+#: request (measured: 76 KB → 13 KB a request) that a local model has to read each turn.
+CLAUDE_TOOLS = "Bash,Read,Edit,Write"
+
+
 def claude_argv(config: Config, step: Step, in_git: bool) -> list[str]:
-    """Claude Code in print mode with a JSON result (its `is_error` and cost are read from it)."""
+    """Claude Code in print mode with a JSON result (its `is_error`, cost and usage are read from
+    it), with `CLAUDE_TOOLS` unless AGENT_EXTRA_ARGS names its own `--tools`."""
     argv = ["claude", "-p", prompt_arg(step), "--output-format", "json", "--permission-mode", "bypassPermissions"]
+    if not any(arg == "--tools" or arg.startswith("--tools=") for arg in config.extra_args):
+        argv += ["--tools", CLAUDE_TOOLS]
     mcp = mcp_config_path(config.workspace, step)
     if mcp is not None:
         argv += ["--mcp-config", str(mcp)]
@@ -420,9 +431,18 @@ def claude_argv(config: Config, step: Step, in_git: bool) -> list[str]:
     return argv
 
 
+#: The OpenHands step runner (SDK), beside this file in the images and in the repository.
+OPENHANDS_RUNNER = Path(__file__).resolve().with_name("openhands_agent.py")
+
+
 def openhands_argv(config: Config, step: Step, in_git: bool) -> list[str]:
-    """The OpenHands 1.x CLI, headless (always-approve), task from the file, LLM from LLM_* env."""
-    return ["openhands", "--headless", "--override-with-envs", "-f", f"{JERVIS_DIR}/instructions.md"]
+    """OpenHands' agent through its SDK: `openhands_agent.py` (beside this file) run by the Python of
+    the OpenHands virtualenv (`OPENHANDS_PYTHON`; 3.12 or later), task from the file, LLM from the
+    LLM_* variables. Not the `openhands` CLI: it needs `security_risk` in every tool call (a small
+    model leaves it out, nothing is written and it still exits 0), tries a git clone and an update
+    check at start, and its exit code does not say whether the agent finished."""
+    python = os.environ.get("OPENHANDS_PYTHON", "").strip() or "python3"
+    return [python, str(OPENHANDS_RUNNER), f"{JERVIS_DIR}/instructions.md"]
 
 
 def junie_argv(config: Config, step: Step, in_git: bool) -> list[str]:
@@ -535,7 +555,8 @@ def pump(process: subprocess.Popen[str], tail_lines: int = TAIL_LINES,
          ) -> tuple[list[str], dict[str, Any] | None, tuple[int, int] | None]:
     """Echo each output line, keep the last `tail_lines`, remember the last JSON `result` line
     (Claude Code's final report is one such line) and add up the tokens the agent reports
-    (Aider prints "Tokens: 2.6k sent, 271 received." after every model call)."""
+    (Aider prints "Tokens: 2.6k sent, 271 received." after every model call; Claude Code's
+    result carries its `usage`)."""
     assert process.stdout is not None
     tail: deque[str] = deque(maxlen=tail_lines)
     result_json: dict[str, Any] | None = None
@@ -550,7 +571,7 @@ def pump(process: subprocess.Popen[str], tail_lines: int = TAIL_LINES,
             result_json = parsed
         if (used := reported_tokens(line)) is not None:
             sent, received, seen = sent + used[0], received + used[1], True
-    return list(tail), result_json, (sent, received) if seen else None
+    return list(tail), result_json, (sent, received) if seen else result_tokens(result_json)
 
 
 AIDER_TOKENS = re.compile(r"^\s*Tokens:\s*([\d.,]+)\s*(k?)\s+sent,\s*([\d.,]+)\s*(k?)\s+received", re.IGNORECASE)
@@ -567,6 +588,19 @@ def reported_tokens(line: str) -> tuple[int, int] | None:
         return round(value * 1000) if thousands else round(value)
 
     return count(match.group(1), match.group(2)), count(match.group(3), match.group(4))
+
+
+def result_tokens(report: dict[str, Any] | None) -> tuple[int, int] | None:
+    """(sent, received) from the `usage` of Claude Code's JSON result: every prompt token (cache
+    writes and reads included) and the output tokens, summed over its turns; None without one."""
+    usage = (report or {}).get("usage")
+    if not isinstance(usage, dict):
+        return None
+
+    def count(*names: str) -> int:
+        return sum(value for name in names if isinstance(value := usage.get(name), int) and not isinstance(value, bool))
+
+    return count("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"), count("output_tokens")
 
 
 def json_result_line(line: str) -> dict[str, Any] | None:
@@ -622,8 +656,21 @@ def judge_output(agent_type: str, run: AgentRun) -> Verdict:
         return judge_claude(run.result_json)
     if agent_type == "aider":
         return judge_aider(run.tail)
+    if agent_type == "openhands":
+        return judge_openhands(run.result_json)
     return Verdict(run.exit_code == 0, f"Agent {agent_type} finished" if run.exit_code == 0 else
                    f"Agent {agent_type} failed")
+
+
+def judge_openhands(report: dict[str, Any] | None) -> Verdict:
+    """The runner's last line (`openhands_agent.py`): only `status: finished` without `is_error` is a
+    success; an error, a stuck agent, too many steps or a stop are failures, in its own words."""
+    if report is None:
+        return Verdict(False, "OpenHands printed no result")
+    summary = text_field(report, "summary").strip()
+    if report.get("status") == "finished" and report.get("is_error") is False:
+        return Verdict(True, summary or "OpenHands finished")
+    return Verdict(False, summary or f"OpenHands ended as {text_field(report, 'status') or 'unknown'}")
 
 
 def judge_claude(report: dict[str, Any] | None) -> Verdict:
@@ -656,7 +703,9 @@ def run_agent_mode(config: Config, step: Step) -> dict[str, Any]:
     in_git = is_git_repo(workspace)
     before = git_snapshot(workspace) if in_git else {}
     run = run_agent(agent_argv(config, step, in_git), workspace, agent_env(config, os.environ))
-    verdict = judge(config.agent_type, run, read_own_result(workspace))
+    # AGENT_COMMAND replaces the agent, so its output is not the agent's: it is judged as a command
+    # (its own result.json decides), whatever type it stands in for.
+    verdict = judge("command" if config.command else config.agent_type, run, read_own_result(workspace))
     changed = changed_files(workspace, before, verdict.claimed_files) if in_git else verdict.claimed_files
     return {
         "success": verdict.success,

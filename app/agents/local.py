@@ -10,7 +10,8 @@ it, or judges the result it left, instead of running the step again. A user's ca
 step's timeout stop it, and so does the progress watchdog (`stall`) when the agent neither prints
 nor changes the workspace for `AGENT_STALL_SECONDS`; a run suspended for shutdown or a lost lease
 leaves it running.
-The subprocess gets an allow-listed environment (`agent_env`), never the service's whole one.
+The subprocess gets an allow-listed environment (`agent_env`), never the service's whole one, and
+runs in a bubblewrap sandbox that lets it write its workspace only (`sandbox`, AGENT_SANDBOX).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from app.agents.local_agents import AgentInstallError, LocalAgents, Resolved
 from app.agents.local_process import AgentProcess
 from app.agents.log_lines import LogFollower
 from app.agents.outcome import judge
+from app.agents.sandbox import AgentSandbox
 from app.agents.stall import StallWatch
 from app.agents.workspace import WorkspaceManager
 from app.config import Settings
@@ -57,6 +59,7 @@ class LocalRunner:
         self.agents = agents or LocalAgents(settings)
         self._environ = os.environ if environ is None else environ
         """The service's environment, which agents' variables are picked from by name."""
+        self.sandbox = AgentSandbox(settings, self._environ, data_root=workspaces.root)
 
     def _env(self, job: AgentJob, agent_env: dict[str, str]) -> dict[str, str]:
         return local_agent_env(self._environ, self._settings, job, agent_env)
@@ -84,10 +87,14 @@ class LocalRunner:
                 return judge(self._workspaces, job, exit_code=None, log_tail=str(exc)[-2000:],
                              failure=f"{program} could not be installed: {str(exc).splitlines()[0]}")
             agent_env = resolved.env
+        confined = await self.sandbox.confine(job, [sys.executable, str(self._entrypoint)], self._env(job, agent_env),
+                                              program=resolved.program if resolved else None)
+        if confined.refusal is not None:
+            return judge(self._workspaces, job, exit_code=None, log_tail=confined.refusal, failure=confined.refusal)
         await self._retire_other_attempts(job, name)
         await prepare()
-        process = AgentProcess.launch(job.workspace, name, [sys.executable, str(self._entrypoint)],
-                                      self._env(job, agent_env), thread_id=job.thread_id, step=step_label(job))
+        process = AgentProcess.launch(job.workspace, name, confined.argv, confined.env,
+                                      thread_id=job.thread_id, step=step_label(job))
         result = await self._watch(process, job, on_log, replay=False)
         if resolved is None:
             return result

@@ -17,6 +17,8 @@ from typing import cast
 
 from app.agents.programs import AgentInstallError, LocalProgram, Log
 from app.agents.programs.aider import AiderProgram
+from app.agents.programs.claude import ClaudeCodeProgram
+from app.agents.programs.openhands import OpenHandsProgram
 from app.config import Settings
 
 #: What runs a step whose program cannot be installed: the local Aider, which needs only PyPI.
@@ -37,6 +39,8 @@ class LocalAgents:
         self._settings = settings
         self.programs: dict[str, LocalProgram] = programs if programs is not None else {
             "aider": AiderProgram(settings),
+            "openhands": OpenHandsProgram(settings),
+            "claude": ClaudeCodeProgram(settings),
         }
         self._install_locks: dict[str, asyncio.Lock] = {}
         self.fallbacks: dict[str, str] = {}

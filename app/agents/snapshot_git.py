@@ -35,6 +35,9 @@ REPOSITORY_ENV = frozenset({
 })
 #: Settings for commands on a temporary index: a split index would leave shared-index files behind.
 TEMP_INDEX_CONFIG = ("-c", "core.splitIndex=false", "-c", "advice.addEmbeddedRepo=false")
+#: A workspace's `.git/config` and hooks are the agent's to write: the service's own git never runs
+#: a hook or an fsmonitor program from there (they would run outside the agent's sandbox).
+NO_REPOSITORY_PROGRAMS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
 class SnapshotError(RuntimeError):
@@ -56,7 +59,8 @@ class GitCommand:
         config = TEMP_INDEX_CONFIG if index is not None else ()
         try:
             proc = await asyncio.create_subprocess_exec(
-                self._git, "-c", "safe.directory=*", "-c", "core.quotepath=off", *config, *args,
+                self._git, "-c", "safe.directory=*", "-c", "core.quotepath=off", *NO_REPOSITORY_PROGRAMS, *config,
+                *args,
                 cwd=workspace, env=git_env(index),
                 stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,

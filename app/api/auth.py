@@ -12,6 +12,10 @@ EventSource: its login form (`/ui/login`, open) checks the token and sets a cook
 key derived from it (HttpOnly, SameSite=Strict), which this middleware takes in place of the
 header. A request that changes something on the strength of the cookie alone must also carry
 `X-Jervis-Console: 1`, a header no other site's page can send here without CORS.
+
+Claude Code on the local runner talks to the service's `/v1/messages` (the local model behind
+Anthropic's API) with a key the runner hands it: derived from the token (`agent_key`), sent as
+`x-api-key` or as a bearer token, and good for those routes only; the agent never gets the token.
 """
 
 from __future__ import annotations
@@ -23,10 +27,14 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.llm.anthropic_messages import agent_key
+
 #: Reachable without the token (the probes, the console's login); `/health` too, reduced (see `is_authenticated`).
 OPEN_PATHS = frozenset({"/health/live", "/health/ready", "/health", "/ui/login", "/ui/logout"})
 #: The console's static files (no data in them): the login page needs its stylesheet.
 OPEN_PREFIX = "/ui/assets/"
+#: Routes that also take the agents' key (`agent_key`) in place of the token.
+AGENT_PATHS = frozenset({"/v1/messages", "/v1/messages/count_tokens"})
 CONSOLE_COOKIE = "jervis_console"
 CONSOLE_HEADER = b"x-jervis-console"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -71,6 +79,10 @@ def _authenticated(scope: Scope, token: str) -> bool:
     header on a request that changes something)."""
     headers = dict(scope.get("headers") or ())
     scheme, _, credentials = headers.get(b"authorization", b"").partition(b" ")
+    if scope.get("path") in AGENT_PATHS:
+        presented = headers.get(b"x-api-key") or (credentials.strip() if scheme.lower() == b"bearer" else b"")
+        if presented and hmac.compare_digest(presented, agent_key(token).encode()):
+            return True
     if scheme.lower() == b"bearer" and credentials.strip():
         return hmac.compare_digest(credentials.strip(), token.encode())
     cookie = _cookie(headers.get(b"cookie", b""), CONSOLE_COOKIE)

@@ -29,16 +29,16 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from app.config import Settings
+from app.llm import queue_wait
 from app.llm.approval import BudgetApprovalNeededError, CloudApprovalNeededError
 from app.llm.breaker import CircuitBreaker, transient
 from app.llm.budget import BudgetExceededError, Usage
-from app.llm.endpoint import connect_seconds
 from app.llm.errors import HeartbeatTimeoutError, LlmError, LlmJsonError, LlmOverflowError, QueueWaitTimeoutError
 from app.llm.model_map import fit_model_map
 from app.llm.parsing import JsonParseError, parse_json_object
 from app.llm.runaway import without_repetition
 from app.llm.scope import LlmScope, current_scope
-from app.llm.streaming import Finish, TokenSink, close, collect
+from app.llm.streaming import Finish, TokenSink, collect
 from app.llm.tiers import CLOUD_PREFERENCE, Tier, TierSpec, local_capacity, select_local_tier, tier_specs
 from app.observability.metrics import Metrics
 
@@ -264,48 +264,25 @@ class LitellmProvider:
                              dead_message=self._dead_message(spec))
 
     async def _taken(self, spec: TierSpec, call: Coroutine[Any, Any, Any]) -> Any:
-        """The stream of a local call once the server has taken it (its answer started). Until then
-        the call waits, up to `llm_queue_wait_seconds`, for as long as the server accepts TCP
-        connections: a server that serves one request at a time keeps the others connected and
-        unanswered while it generates. Refused = the server is gone: `LlmError` at once."""
-        task = asyncio.ensure_future(call)
-        started = time.monotonic()
-        waiting = False
-        taken = False
-        try:
-            while True:
-                left = self._queue_wait - (time.monotonic() - started)
-                done, _ = await asyncio.wait({task}, timeout=max(0.0, min(self._queue_check, left)))
-                if done:
-                    taken = True
-                    return task.result()
-                waited = time.monotonic() - started
-                if waited >= self._queue_wait:
-                    raise QueueWaitTimeoutError(
-                        f"the local model was busy for {waited:.0f} s: it did not take the call ({spec.model}); "
-                        f"LLM_QUEUE_WAIT_SECONDS is {self._queue_wait:g}")
-                if not waiting:
-                    waiting = True
-                    self._metrics.llm_queue_wait(spec.tier.value, waiting=True)
-                    log.info("waiting for the local model (busy): %s has not started answering after %.0f s "
-                             "(serving another request, or reading a long prompt); waiting up to %g s while it "
-                             "accepts connections", spec.model, waited, self._queue_wait)
-                await self._still_accepting(spec, waited)
-        finally:
-            if waiting:
-                self._metrics.llm_queue_wait(spec.tier.value, waiting=False)
-            if not task.done():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-            elif not taken and not task.cancelled() and task.exception() is None:
-                await close(task.result())  # taken just as the wait gave up: free the server's generation
+        """The stream of a local call once the server has taken it (`queue_wait.taken`): it waits up
+        to `llm_queue_wait_seconds` while the server accepts connections; refused = `LlmError` at once."""
 
-    async def _still_accepting(self, spec: TierSpec, waited: float) -> None:
-        try:
-            await connect_seconds(spec.api_base or "", timeout=min(self._queue_check, 5.0))
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise LlmError(f"the local model's server is offline ({spec.model} at {spec.api_base}): "
-                           f"{type(exc).__name__} after waiting {waited:.0f} s for it to take the call") from exc
+        def on_waiting(begins: bool, waited: float) -> None:
+            self._metrics.llm_queue_wait(spec.tier.value, waiting=begins)
+            if begins:
+                log.info("waiting for the local model (busy): %s has not started answering after %.0f s "
+                         "(serving another request, or reading a long prompt); waiting up to %g s while it "
+                         "accepts connections", spec.model, waited, self._queue_wait)
+
+        return await queue_wait.taken(
+            call, api_base=spec.api_base or "", queue_wait=self._queue_wait, queue_check=self._queue_check,
+            on_waiting=on_waiting,
+            busy=lambda waited: QueueWaitTimeoutError(
+                f"the local model was busy for {waited:.0f} s: it did not take the call ({spec.model}); "
+                f"LLM_QUEUE_WAIT_SECONDS is {self._queue_wait:g}"),
+            offline=lambda exc, waited: LlmError(
+                f"the local model's server is offline ({spec.model} at {spec.api_base}): "
+                f"{type(exc).__name__} after waiting {waited:.0f} s for it to take the call"))
 
     async def complete_json(self, messages: Sequence[Message], schema: type[ModelT], *, max_tokens: int,
                             on_token: TokenSink | None = None) -> ModelT:

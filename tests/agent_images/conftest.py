@@ -19,14 +19,17 @@ from pathlib import Path
 import pytest
 
 from app.agents.aider_install import AiderInstallError, ensure_aider
+from app.agents.programs import AgentInstallError
+from app.agents.programs.claude import ClaudeCodeProgram
+from app.config import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE = REPO_ROOT / ".cache" / "agents"
 ENTRYPOINT = REPO_ROOT / "agent-images" / "entrypoint" / "jervis_entrypoint.py"
 KB_MCP_SERVER = REPO_ROOT / "agent-images" / "kb_mcp" / "kb_server.py"
 
-# Same pins as the Dockerfiles (agent-images/*/Dockerfile); Aider's is the service's own (AIDER_SPEC).
-CLAUDE_SPEC = "@anthropic-ai/claude-code@2.1.197"
+# Same pins as the Dockerfiles (agent-images/*/Dockerfile); Aider's and Claude Code's are the service's
+# own (AIDER_SPEC, CLAUDE_CODE_SPEC), installed by the service's installers.
 MCP_SPEC = "mcp==2.3.0"
 INSTALL_TIMEOUT = 900
 
@@ -73,20 +76,6 @@ def python_venv(name: str, spec: str) -> Path:
     return _cached(CACHE / name, spec, install) / "bin"
 
 
-def npm_package(name: str, spec: str) -> Path:
-    """An npm package installed under its own prefix; returns its node_modules/.bin directory."""
-    npm = shutil.which("npm") or ""
-    if not npm:
-        pytest.fail("npm is not on PATH: it is needed to install " + spec)
-
-    def install(target: Path) -> None:
-        target.mkdir(parents=True)
-        _run_install([npm, "install", "--prefix", str(target), "--no-audit", "--no-fund", "--no-save", spec],
-                     f"npm install {spec}")
-
-    return _cached(CACHE / name, spec, install) / "node_modules" / ".bin"
-
-
 @pytest.fixture(scope="session")
 def aider_bin() -> Path:
     """bin directory of the Aider virtualenv (aider pins its own litellm: never the service's venv),
@@ -101,11 +90,18 @@ def aider_bin() -> Path:
 
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
-    """node_modules/.bin holding Claude Code's `claude`."""
-    bin_dir = npm_package("claude", CLAUDE_SPEC)
-    done = subprocess.run([str(bin_dir / "claude"), "--version"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, f"claude --version failed: {done.stdout}{done.stderr}"
-    return bin_dir
+    """node_modules/.bin holding Claude Code's `claude`, installed by the local runner's own
+    installer (`ClaudeCodeProgram`) where the runner looks for it (`CLAUDE_CODE_DIR`)."""
+    program = ClaudeCodeProgram(Settings(claude_code_dir=str(CACHE / "claude-code")))
+    if not program.installed():
+        started = time.monotonic()
+        try:
+            program.install(_progress)
+        except AgentInstallError as exc:
+            pytest.fail(f"installing Claude Code failed: {exc}")
+        _progress(f"Claude Code installed in {time.monotonic() - started:.1f} s")
+    assert (program.bin_dir / "claude").exists(), f"no claude in {program.bin_dir}"
+    return program.bin_dir
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from app.agents.programs.openhands import OPENHANDS_SPECS
 from tests.agent_images.conftest import REPO_ROOT
 from tests.dockerfile_parser import (
     KEYWORDS,
@@ -99,3 +100,27 @@ def test_the_kb_server_path_matches_the_orchestrators_mcp_config() -> None:
     source = (REPO_ROOT / "app" / "agents" / "workspace.py").read_text()
     assert f'"{KB_SERVER_PATH}"' in source
     assert (CONTEXT / "kb_mcp" / "requirements.txt").read_text().split() == ["mcp==2.3.0"]
+
+
+def test_the_openhands_image_runs_the_sdk_with_the_local_runners_pins_and_runner() -> None:
+    """The SDK's pins are the local runner's (`OPENHANDS_SPECS`); the runner script lands beside the
+    entrypoint (where `openhands_argv` looks) and OPENHANDS_PYTHON is the venv the SDK went into, on
+    a Python of 3.12 or later."""
+    instructions = parse_dockerfile((CONTEXT / "openhands" / "Dockerfile").read_text())
+    args = dict(arg.split("=", 1) for arg in (i.args for i in instructions if i.keyword == "ARG"))
+    pins = {"openhands-sdk": args["OPENHANDS_SDK_VERSION"], "openhands-tools": args["OPENHANDS_TOOLS_VERSION"]}
+    assert [f"{name}=={version}" for name, version in pins.items()] == list(OPENHANDS_SPECS)
+    runs = " ".join(i.args for i in instructions if i.keyword == "RUN")
+    assert 'pip install "openhands-sdk==${OPENHANDS_SDK_VERSION}" "openhands-tools==${OPENHANDS_TOOLS_VERSION}"' in runs
+    assert "python3 -m venv /opt/openhands" in runs and "pip install \"openhands==" not in runs  # not the CLI
+    copies = {destination: sources for sources, destination in
+              (copy_sources(i.args) for i in instructions if i.keyword == "COPY")}
+    runner = ENTRYPOINT_PATH.rsplit("/", 1)[0] + "/openhands_agent.py"
+    assert copies.get(runner) == ["entrypoint/openhands_agent.py"]
+    env: dict[str, str] = {}
+    for instruction in instructions:
+        if instruction.keyword == "ENV":
+            env |= env_pairs(instruction.args)
+    assert env["OPENHANDS_PYTHON"] == "/opt/openhands/bin/python"
+    base = re.fullmatch(r"python:(\d+)\.(\d+)-slim-bookworm", instructions[0].args)
+    assert base is not None and (int(base.group(1)), int(base.group(2))) >= (3, 12)

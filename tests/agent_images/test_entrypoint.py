@@ -232,7 +232,9 @@ FAKE_CLAUDE = textwrap.dedent('''\
         print("Done, I think.")
         sys.exit(0)
     report = {{"type": "result", "subtype": "success", "is_error": False, "result": "Created hello.txt",
-              "total_cost_usd": 0.0123, "num_turns": 2}}
+              "total_cost_usd": 0.0123, "num_turns": 2,
+              "usage": {{"input_tokens": 1200, "cache_creation_input_tokens": 300, "cache_read_input_tokens": 500,
+                         "output_tokens": 80, "server_tool_use": {{"web_search_requests": 0}}}}}}
     if mode == "is-error":
         report.update(is_error=True, result="API Error: 401 invalid x-api-key", total_cost_usd=0)
     if mode == "max-turns":
@@ -262,7 +264,8 @@ def fake_claude(tmp_path: Path) -> Path:
 ])
 def test_claude_json_result_decides(repo: Path, fake_claude: Path, tmp_path: Path, mode: str, success: bool,
                                     summary: str, cost: float | None, exit_code: int) -> None:
-    """`subtype: success` with `is_error: true` is a failure; cost comes from `total_cost_usd`."""
+    """`subtype: success` with `is_error: true` is a failure; cost comes from `total_cost_usd`, tokens
+    from `usage` (every prompt token, cache writes and reads included)."""
     (repo / ".claude").mkdir()
     (repo / ".claude" / "mcp.json").write_text("{}")
     hand_over(repo, "Create hello.txt", mcp_config=".claude/mcp.json", agent_files=[".claude/mcp.json"])
@@ -273,10 +276,11 @@ def test_claude_json_result_decides(repo: Path, fake_claude: Path, tmp_path: Pat
         success, summary, cost, exit_code)
     assert done.returncode == (0 if success else 1)
     assert result["changedFiles"] == ["hello.txt"] and result["agent"] == "claude"
+    assert result.get("tokens") == (None if mode == "text" else {"sent": 2000, "received": 80})
     call = json.loads(log.read_text())
     assert call["argv"] == ["-p", "Create hello.txt", "--output-format", "json", "--permission-mode",
-                            "bypassPermissions", "--mcp-config", str(repo / ".claude" / "mcp.json"),
-                            "--model", "test-model"]
+                            "bypassPermissions", "--tools", "Bash,Read,Edit,Write",
+                            "--mcp-config", str(repo / ".claude" / "mcp.json"), "--model", "test-model"]
     if os.geteuid() == 0:
         assert call["is_sandbox"] == "1"
 
@@ -311,6 +315,25 @@ def test_commit_stages_only_the_listed_files_on_a_new_branch(repo: Path) -> None
     assert git(repo, "log", "-1", "--format=%B").strip() == "task(t1): add a\n\nJervis-Thread: t1"
     status = git(repo, "status", "--porcelain", "--untracked-files=all").splitlines()
     assert "A  staged.txt" in status and "?? other.txt" in status  # untouched
+
+
+def test_the_commit_runs_no_hook_or_fsmonitor_an_agent_planted_in_the_repository(repo: Path, tmp_path: Path) -> None:
+    """The git step runs outside the agent's sandbox: programs in `.git/` (which the agent could
+    write) never run there, while the commit itself is made."""
+    marker = tmp_path / "ran.txt"
+    for hook in ("pre-commit", "post-commit", "reference-transaction"):
+        path = repo / ".git" / "hooks" / hook
+        path.write_text(f"#!/bin/sh\necho {hook} >> {marker}\n")
+        path.chmod(0o755)
+    git(repo, "config", "core.fsmonitor", str(repo / ".git" / "hooks" / "pre-commit"))
+    (repo / "README.md").write_text("# changed\n")
+
+    done, result = git_step(repo, **(COMMIT | {"files": ["README.md"]}))
+
+    assert done.returncode == 0 and result["success"] is True, done.stdout + done.stderr
+    assert not marker.exists()
+    git(repo, "status", "--short")  # a plain git on the same repository does run them
+    assert marker.exists()
 
 
 def test_commit_is_idempotent_by_trailer(repo: Path) -> None:

@@ -141,8 +141,9 @@ def test_step_failing_once_is_retried_with_the_failure_and_ends_with_one_commit(
     pushes = [p for p in kotlin.progress if p["taskId"] == body["task_id"]]
     reflect_push, retry_push = [p for p in pushes if p["node"] in ("reflect", "execute_step")][1:3]
     assert reflect_push["message"] == "Krok 1 neprošel, analyzuji příčinu…"
+    runs = "aider" if service.runner == "kubernetes" else "aider → command"  # what runs the step, named last
     assert retry_push["message"] == ("Opakuji krok 1/1 cíle 1/1 (pokus 2): ImportError: cannot import name 'sub' "
-                                     "from 'calc.ops' (wrong import path)")
+                                     f"from 'calc.ops' (wrong import path) ({runs})")
     percents = [p["percent"] for p in pushes]
     assert percents == sorted(percents) and percents[-1] == 100.0 and 0 < percents[0] < 10
     assert client.get(f"/status/{thread_id}").json()["percent"] == "100"

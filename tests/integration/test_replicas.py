@@ -121,6 +121,7 @@ def test_a_replica_that_dies_or_stops_mid_step_hands_its_run_to_the_other(
     llm.script(*code_task_script())
     stale = 2 if end == "kill" else 300
     common = {"local_agent_command": json.dumps(held_agent(task_dir)), "lock_stale_seconds": stale,
+              "agent_sandbox_writable": json.dumps([str(task_dir)]),  # the counter and the release, beside the repo
               "lock_heartbeat_seconds": 0.5, "recovery_interval_seconds": 0.5, "shutdown_grace_seconds": 0.5}
     first = service_factory(pod_id="replica-a", **common).start()
     second: ServiceProcess = service_factory(env={**first.env, "POD_ID": "replica-b"}).start()

@@ -64,11 +64,12 @@ def test_service_killed_mid_step_reattaches_to_its_local_agent_on_restart(servic
     it running."""
     task_dir = data_root / "clients" / "c1" / new_task_id()
     repo = make_git_repo(task_dir / "repo")
-    starts, go = task_dir / "starts.txt", task_dir / "go"  # beside the workspace, outside git
+    starts, go = task_dir / "starts.txt", task_dir / "go"  # beside the workspace, outside git (and its sandbox)
     held = ["sh", "-c", "echo started >> ../starts.txt; for i in $(seq 600); do [ -e ../go ] && break; sleep 0.1; "
                         f"done; exec {shlex.join(SCRIPTED_AGENT)}"]
     llm.script(*code_task_script())
-    pod = service_factory(pod_id="orchestrator-0", local_agent_command=json.dumps(held)).start()
+    pod = service_factory(pod_id="orchestrator-0", local_agent_command=json.dumps(held),
+                          agent_sandbox_writable=json.dumps([str(task_dir)])).start()
     body = orchestrate_body(workspace_path=repo.relative_to(data_root).as_posix())
     with pod.client() as client:
         thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]

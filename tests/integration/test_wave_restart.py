@@ -126,7 +126,8 @@ def wave(data_root: Path) -> Iterator[Wave]:
 
 def service_for(service_factory: Callable[..., ServiceProcess], wave: Wave) -> ServiceProcess:
     return service_factory(pod_id=f"waves-{uuid.uuid4().hex[:8]}", epic_max_parallel_goals=2,
-                           response_language="en", local_agent_command=wave.agent_command())
+                           response_language="en", local_agent_command=wave.agent_command(),
+                           agent_sandbox_writable=json.dumps([str(wave.repo.parent)]))  # starts.txt and the release
 
 
 def answer(client: httpx.Client, kotlin: Any, thread_id: str, action: str, timeout: float = 30) -> None:

@@ -4,6 +4,7 @@ scripted LLM and agent."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -38,11 +39,18 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(scope="package")
+def gates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where tests put the files their agents wait for (`@@WAIT`): a folder the agents' sandbox lets them see."""
+    return tmp_path_factory.mktemp("gates")
+
+
+@pytest.fixture(scope="package")
 def console_service(mongo_server: Any, llm_server: Any, kotlin_server: Any, kb_server: Any, data_root: Path,
-                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+                    gates: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     proc = local_service_process(mongo_server, llm_server, kotlin_server, kb_server, data_root,
                                  tmp_path_factory.mktemp("svc") / "service-console.log",
-                                 epic_max_parallel_goals=2)  # an epic's independent goals side by side
+                                 epic_max_parallel_goals=2,  # an epic's independent goals side by side
+                                 agent_sandbox_writable=json.dumps([str(gates)]))
     yield proc
     proc.stop()
 

@@ -42,8 +42,9 @@ def run_status(service: ServiceProcess, thread_id: str) -> str:
 
 
 def test_the_list_shows_a_new_run_and_its_page_answers_the_commit_gate(
-        page: Page, console_service: ServiceProcess, llm: Any, kotlin: Any, data_root: Path, tmp_path: Path) -> None:
-    release = tmp_path / "release"
+        page: Page, console_service: ServiceProcess, llm: Any, kotlin: Any, data_root: Path, tmp_path: Path,
+        gates: Path) -> None:
+    release = gates / f"{tmp_path.name}-release"
     llm.script(*code_task_script(extra_instructions=f"Write the health endpoint in app/health.py\n@@WAIT {release}"))
     page.goto("/ui")
     expect(page.locator("h1")).to_have_text("Runs")

@@ -36,8 +36,9 @@ def epic_script(release: Path) -> list[Reply]:
 
 
 def test_an_epics_waves_goals_and_per_goal_diffs_on_the_run_page(
-        page: Page, console_service: ServiceProcess, llm: Any, kotlin: Any, data_root: Path, tmp_path: Path) -> None:
-    release = tmp_path / "release"
+        page: Page, console_service: ServiceProcess, llm: Any, kotlin: Any, data_root: Path, tmp_path: Path,
+        gates: Path) -> None:
+    release = gates / f"{tmp_path.name}-release"
     llm.script(*epic_script(release))
     thread_id, repo, task_id = start_run(console_service, data_root, query="Build alpha, beta and gamma")
     page.goto(f"/ui/runs/{thread_id}")

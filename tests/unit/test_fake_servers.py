@@ -481,8 +481,65 @@ def test_anthropic_errors_count_tokens_and_tool_use_elsewhere(llm: ScriptedLlmSe
     counted = httpx.post(llm.url + "/v1/messages/count_tokens",
                          json={"model": "m", "messages": [{"role": "user", "content": "x" * 40}]})
     assert counted.json() == {"input_tokens": 10}
-    # tool_use rules are Anthropic-only: elsewhere they fail loudly instead of dropping the call
-    openai = httpx.post(llm.url + "/v1/chat/completions", json={"model": "m", "messages": [
+    # tool_use rules are not answered on Ollama's endpoint: it fails loudly instead of dropping the call
+    ollama = httpx.post(llm.url + "/api/chat", json={"model": "m", "messages": [
         {"role": "user", "content": "tool"}]})
-    assert openai.status_code == 500 and "only on /v1/messages" in openai.text
-    assert [r.path for r in llm.requests] == ["/v1/messages", "/v1/chat/completions"]  # count_tokens not recorded
+    assert ollama.status_code == 500 and "only on /v1/messages" in ollama.text
+    assert [r.path for r in llm.requests] == ["/v1/messages", "/api/chat"]  # count_tokens not recorded
+
+
+# ------------------------------------------------------------- OpenAI tool calls (LLM fake)
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
+async def test_openai_tool_call_through_litellm(llm: ScriptedLlmServer, stream: bool) -> None:
+    """A tool_use rule on the OpenAI endpoint is a native tool call litellm parses: name, id,
+    arguments (streamed as pieces), finish reason "tool_calls"; the text before it survives."""
+    llm.script(Reply("create", "Writing it.", tool_use=WRITE_CALL | {"id": "call_1"}, chunk_size=6, name="call"))
+    response = await _complete(llm, "openai/test-model", "/v1", "create hello.txt", stream=stream)
+    if stream:
+        chunks = [chunk async for chunk in response]
+        rebuilt = litellm.stream_chunk_builder(chunks)
+        assert rebuilt is not None
+        message, finish = rebuilt.choices[0].message, rebuilt.choices[0].finish_reason
+        pieces = [c for c in chunks if c.choices and c.choices[0].delta.tool_calls]
+        assert len(pieces) > 2  # the opening piece, then the arguments in pieces
+    else:
+        message, finish = response.choices[0].message, response.choices[0].finish_reason
+        assert response.usage.completion_tokens > len("Writing it.") // 4
+    assert finish == "tool_calls" and message.content == "Writing it."
+    (call,) = message.tool_calls
+    assert (call.id, call.type, call.function.name) == ("call_1", "function", "Write")
+    assert json.loads(call.function.arguments) == WRITE_CALL["input"]
+    assert llm.requests[0].matched == "call"
+
+
+def test_openai_tool_result_turn_matches(llm: ScriptedLlmServer) -> None:
+    """The turn carrying a `role: tool` result is matchable by its text; a rule without text gives
+    content None beside the call; the raw streamed shape is what OpenAI sends."""
+    llm.script(
+        Reply("File created", "Done.", name="final"),
+        Reply("create", "", tool_use=WRITE_CALL, times=1, chunk_size=1000, name="call"),
+    )
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "create hello.txt"}]}
+    events = [json.loads(line[6:]) for line in httpx.post(llm.url + "/v1/chat/completions", json=body).text.split(
+        "\n\n") if line.startswith("data: {")]
+    deltas = [event["choices"][0]["delta"] for event in events]
+    opening, arguments = deltas[1]["tool_calls"][0], deltas[2]["tool_calls"][0]
+    assert opening["index"] == 0 and opening["id"].startswith("call_fake_") and opening["type"] == "function"
+    assert opening["function"] == {"name": "Write", "arguments": ""}
+    assert arguments == {"index": 0, "function": {"arguments": json.dumps(WRITE_CALL["input"])}}
+    assert events[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    follow_up = [
+        {"role": "user", "content": "create hello.txt"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": opening["id"], "type": "function", "function": {"name": "Write", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": opening["id"], "content": [
+            {"type": "text", "text": "File created successfully at: /w/hello.txt"}]},
+    ]
+    second = httpx.post(llm.url + "/v1/chat/completions", json={"model": "m", "messages": follow_up}).json()
+    assert second["choices"][0]["message"]["content"] == "Done." and "tool_calls" not in second["choices"][0]["message"]
+    assert second["choices"][0]["finish_reason"] == "stop"
+    assert [r.matched for r in llm.requests] == ["call", "final"]
+    assert "File created successfully" in llm.requests[1].text
+    first = httpx.post(llm.url + "/v1/chat/completions", json={"model": "m", "messages": [
+        {"role": "user", "content": "create it"}]}).json()
+    assert first["choices"][0]["message"]["content"] == "OK"  # the call rule fired its one time

@@ -62,12 +62,13 @@ async def test_the_environment_points_the_entrypoint_at_aider_with_the_small_mod
 
 
 async def test_other_agents_come_from_path_and_the_test_command_replaces_them_all(tmp_path: Path) -> None:
-    settings = Settings(aider_venv=str(tmp_path / "venv"), local_agents={"claude": "claude", "aider": "aider",
-                                                                         "openhands": "aider", "junie": "aider"})
+    settings = Settings(aider_venv=str(tmp_path / "venv"), local_agents={"claude": "aider", "aider": "aider",
+                                                                         "openhands": "aider", "junie": "junie"},
+                        agent_models={"junie": "junie-model"})
     agents = LocalAgents(settings)
-    assert agents.program("claude") == "claude"
-    assert agents.describe()["claude"] == "claude (from PATH, model claude-sonnet-4-5)"
-    assert await agents.env("claude", log=pytest.fail) == {"AGENT_TYPE": "claude", "AGENT_MODEL": "claude-sonnet-4-5"}
+    assert agents.program("junie") == "junie"
+    assert agents.describe()["junie"] == "junie (from PATH, model junie-model)"
+    assert await agents.env("junie", log=pytest.fail) == {"AGENT_TYPE": "junie", "AGENT_MODEL": "junie-model"}
 
     command = LocalAgents(Settings(local_agent_command=SCRIPTED_AGENT))
     assert {command.program(t) for t in TYPES} == {"command"}

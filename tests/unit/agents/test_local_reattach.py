@@ -2,8 +2,9 @@
 
 The service's death is a runner whose run is suspended (detach) and cancelled: its agent keeps
 running. A new LocalRunner on the same workspace stands for the restarted service or the pod that
-adopted the run. The agent's command appends to a counter file outside the workspace, so every
-start of it is counted; real processes throughout.
+adopted the run. The agent's command appends to a counter file outside the workspace (in a folder
+its sandbox may write, `AGENT_SANDBOX_WRITABLE`), so every start of it is counted; real processes
+throughout.
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ from tests.unit.agents.test_local import agent_pids, alive, wait_for_agent
 @pytest.fixture
 def starts(tmp_path: Path) -> Path:
     """One line per start of the agent."""
-    return tmp_path / "starts.txt"
+    (tmp_path / "counter").mkdir()
+    return tmp_path / "counter" / "starts.txt"
 
 
 def counted_runner(manager: WorkspaceManager, starts: Path) -> LocalRunner:
     command = ["sh", "-c", f"echo started >> {shlex.quote(str(starts))} && exec {shlex.join(SCRIPTED_AGENT)}"]
-    return LocalRunner(manager, Settings(local_agent_command=command))
+    return LocalRunner(manager, Settings(local_agent_command=command, agent_sandbox_writable=[str(starts.parent)]))
 
 
 def step_job(workspace: Path, *, attempt: int = 1, timeout: float = 30) -> AgentJob:

@@ -440,3 +440,23 @@ async def test_read_base_gives_a_file_as_it_was_before_the_step(repo: Path, snap
     assert await snapshots.read_base(repo, base.tree, "untracked.txt") == b"not committed, still in the base\n"
     assert await snapshots.read_base(repo, base.tree, "created.txt") is None  # the step created it
     assert await snapshots.read_base(repo, base.tree, "src/app.py", max_bytes=len(before) - 1) is None
+
+
+async def test_programs_an_agent_planted_in_the_git_config_never_run_in_the_service(
+        repo: Path, snapshots: WorkspaceSnapshots, tmp_path: Path) -> None:
+    """`.git/` is inside the agent's sandbox: an fsmonitor program or a hook it sets there would run
+    as the service, outside the sandbox, the next time the service's git touches the workspace."""
+    marker = tmp_path / "ran.txt"
+    program = repo / ".git" / "planted.sh"
+    program.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    program.chmod(0o755)
+    git(repo, "config", "core.fsmonitor", str(program))
+    (repo / ".git" / "hooks" / "post-index-change").write_text(program.read_text())
+    (repo / ".git" / "hooks" / "post-index-change").chmod(0o755)
+    (repo / "new.txt").write_text("x\n")
+
+    tree = await snapshots.current_tree(repo)
+
+    assert tree and not marker.exists()
+    git(repo, "status", "--short")  # the same config does run it for a plain git: the test can fail
+    assert marker.exists()

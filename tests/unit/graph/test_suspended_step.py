@@ -24,6 +24,12 @@ from tests.unit.graph.graph_support import start
 COUNTED_AGENT = ["sh", "-c", f"echo started >> ../starts.txt && exec {shlex.join(SCRIPTED_AGENT)}"]
 
 
+@pytest.fixture
+def run_settings(run_settings: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    """The folder beside the workspace, where the counter is, is one the agent's sandbox may write."""
+    return {**run_settings, "agent_sandbox_writable": [str(tmp_path / "clients" / "c1")]}
+
+
 @pytest.mark.settings(local_agent_command=COUNTED_AGENT)
 async def test_a_step_suspended_mid_agent_resumes_by_reattaching_to_it(graph: Any, ctx: RunContext, llm: Any,
                                                                       tmp_path: Path) -> None:
