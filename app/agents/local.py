@@ -28,6 +28,7 @@ from pathlib import Path
 from app.agents.agent_env import local_agent_env
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
 from app.agents.control import cancel_requested, should_detach
+from app.agents.git_config_guard import GitConfigGuard
 from app.agents.job_spec import job_name, step_label
 from app.agents.local_agents import AgentInstallError, LocalAgents, Resolved
 from app.agents.local_process import AgentProcess
@@ -93,9 +94,15 @@ class LocalRunner:
             return judge(self._workspaces, job, exit_code=None, log_tail=confined.refusal, failure=confined.refusal)
         await self._retire_other_attempts(job, name)
         await prepare()
+        guard = GitConfigGuard.record(job.workspace) if job.entrypoint_mode != "git" else None
         process = AgentProcess.launch(job.workspace, name, confined.argv, confined.env,
                                       thread_id=job.thread_id, step=step_label(job))
         result = await self._watch(process, job, on_log, replay=False)
+        if guard is not None and (changed := guard.restore_changed()):
+            log.warning("agent %s changed %s: put back", name, ", ".join(changed))
+            result = result.model_copy(update={"success": False, "summary": (
+                f"The agent changed the repository's git configuration ({', '.join(changed)}); it was put back "
+                "(git runs outside the sandbox and must not run programs an agent configured)")})
         if resolved is None:
             return result
         return result.model_copy(update={"program": resolved.program, "fallback": resolved.fallback})

@@ -333,3 +333,32 @@ def _pids_running(*argv: str) -> list[int]:
             continue
     return found
 
+
+
+CONFIGURING_AGENT = '''
+import json, subprocess
+from pathlib import Path
+subprocess.run(["git", "config", "filter.x.clean", "touch /tmp/ran-as-the-service"], check=True)
+Path(".gitattributes").write_text("* filter=x\\n")
+Path(".jervis/result.json").write_text(json.dumps({"success": True, "summary": "configured git"}))
+'''
+
+
+async def test_a_git_configuration_the_agent_planted_is_put_back_and_fails_the_step(tmp_path: Path) -> None:
+    """The agent may write `.git/` (it is in its workspace), but the service's git runs outside the
+    sandbox: a filter it configured would run as the service at the next `git add`."""
+    data = tmp_path / "data"
+    workspace = make_git_repo(data / "c1" / "ws")
+    before = (workspace / ".git" / "config").read_bytes()
+    agent = tmp_path / "configuring_agent.py"
+    agent.write_text(CONFIGURING_AGENT)
+    manager = WorkspaceManager(data)
+    runner = LocalRunner(manager, Settings(local_agent_command=[sys.executable, str(agent)], agent_sandbox="bwrap"),
+                         environ={"PATH": PATH, "HOME": str(tmp_path / "home")})
+
+    result = await runner.run(job(workspace), prepare=hand_over(manager, workspace))
+
+    assert not result.success
+    assert result.summary.startswith("The agent changed the repository's git configuration (.git/config)")
+    assert (workspace / ".git" / "config").read_bytes() == before
+    assert "filter.x.clean" not in git(workspace, "config", "--list")
