@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from app.runtime.installs import locked, run_logged
+from app.runtime.installs import locked, pip_progress, run_logged
 
 AIDER_SPEC = "aider-chat==0.86.2"
 MARKER = ".jervis-installed"
@@ -69,27 +69,11 @@ def _install(venv: Path, spec: str, python: str, log: Log) -> Path:
         run_logged([str(aider_bin_dir(venv) / "python"), "-m", "pip", "install", "--disable-pip-version-check",
                     "--no-input", "--progress-bar", "off", spec],
                    install_log, what=f"pip install {spec}", error=AiderInstallError,
-                   on_line=_pip_progress(log, started))
+                   on_line=pip_progress(log, started, name="aider"))
         _check_version(venv, spec)
         (venv / MARKER).write_text(spec + "\n", encoding="utf-8")
         log(f"aider: {spec} installed in {time.monotonic() - started:.0f} s")
         return aider_bin_dir(venv)
-
-
-def _pip_progress(log: Log, started: float) -> Callable[[str], None]:
-    """Reports every 25 packages pip collects, then the (long, silent) install step once."""
-    collected = 0
-
-    def on_line(line: str) -> None:
-        nonlocal collected
-        if line.startswith("Collecting "):
-            collected += 1
-            if collected % 25 == 0:
-                log(f"aider: {collected} packages resolved ({time.monotonic() - started:.0f} s)")
-        elif line.startswith("Installing collected packages"):
-            log(f"aider: unpacking {collected} packages ({time.monotonic() - started:.0f} s) …")
-
-    return on_line
 
 
 def _check_version(venv: Path, spec: str) -> None:

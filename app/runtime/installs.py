@@ -12,6 +12,7 @@ import fcntl
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -62,3 +63,21 @@ def run_logged(command: Sequence[str], log_file: Path, *, what: str, error: type
     if code != 0:
         tail = log_file.read_text(errors="replace")[-LOG_TAIL_CHARS:]
         raise error(f"{what} failed (exit {code}); full log {log_file}:\n{tail}")
+
+
+def pip_progress(log: Callable[[str], None], started: float, *, name: str,
+                 every: int = 25) -> Callable[[str], None]:
+    """A `run_logged` line callback for `pip install`: a line every `every` packages pip collects,
+    then one for the (long, silent) install step, each prefixed with `name`."""
+    collected = 0
+
+    def on_line(line: str) -> None:
+        nonlocal collected
+        if line.startswith("Collecting "):
+            collected += 1
+            if collected % every == 0:
+                log(f"{name}: {collected} packages resolved ({time.monotonic() - started:.0f} s)")
+        elif line.startswith("Installing collected packages"):
+            log(f"{name}: unpacking {collected} packages ({time.monotonic() - started:.0f} s) …")
+
+    return on_line

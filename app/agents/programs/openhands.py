@@ -22,12 +22,12 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from app.agents.programs import AgentInstallError, Log, resolve
 from app.config import Settings
-from app.runtime.installs import locked, run_logged
+from app.runtime.installs import locked, pip_progress, run_logged
 
 OPENHANDS_SPECS = ("openhands-sdk==1.58.2", "openhands-tools==1.58.2")
 #: What the marker file holds (and `describe()` shows).
@@ -153,7 +153,7 @@ class OpenHandsProgram:
             run_logged([str(self.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
                         "--progress-bar", "off", *OPENHANDS_SPECS],
                        install_log, what=f"pip install {OPENHANDS_SPEC}", error=AgentInstallError,
-                       on_line=_pip_progress(log, started))
+                       on_line=pip_progress(log, started, name="openhands", every=50))
             self._check_import()
             (venv / MARKER).write_text(OPENHANDS_SPEC + "\n", encoding="utf-8")
             log(f"openhands: {OPENHANDS_SPEC} installed in {time.monotonic() - started:.0f} s")
@@ -189,19 +189,3 @@ def _probe(python: str) -> Path | None:
 
 def _version(version: tuple[int, int]) -> str:
     return ".".join(map(str, version))
-
-
-def _pip_progress(log: Log, started: float) -> Callable[[str], None]:
-    """Reports every 50 packages pip collects, then the (long, silent) install step once."""
-    collected = 0
-
-    def on_line(line: str) -> None:
-        nonlocal collected
-        if line.startswith("Collecting "):
-            collected += 1
-            if collected % 50 == 0:
-                log(f"openhands: {collected} packages resolved ({time.monotonic() - started:.0f} s)")
-        elif line.startswith("Installing collected packages"):
-            log(f"openhands: unpacking {collected} packages ({time.monotonic() - started:.0f} s) …")
-
-    return on_line
