@@ -102,17 +102,11 @@ class LocalMessages:
             raise MessagesError(400, "invalid_request_error",
                                 f"prompt is too long: {prompt} tokens > {self._context - MIN_OUTPUT_TOKENS} maximum")
         spec = self._spec
-        kwargs.update(model=spec.model, max_tokens=min(request["max_tokens"], self._cap, room), stream=True,
+        kwargs.update(spec.call_kwargs(), max_tokens=min(request["max_tokens"], self._cap, room), stream=True,
                       stream_options={"include_usage": True}, _skip_mcp_handler=True,
                       timeout=max(self._heartbeat, self._queue_wait) + LITELLM_TIMEOUT_MARGIN)
         # `_skip_mcp_handler`: litellm would otherwise import its MCP gateway (the `mcp` package of
         # litellm[proxy]) for any request with tools.
-        if spec.api_base:
-            kwargs["api_base"] = spec.api_base
-        if spec.api_key:
-            kwargs["api_key"] = spec.api_key
-        if spec.provider == "ollama" and spec.context_tokens:
-            kwargs["num_ctx"] = spec.context_tokens
         # Claude Code sends no temperature (its thinking, dropped here, needs the default of 1): the
         # local model answers reproducibly instead, as it does the service's own structured calls.
         kwargs.setdefault("temperature", 0.0)

@@ -230,14 +230,8 @@ class LitellmProvider:
         return text
 
     async def _stream(self, spec: TierSpec, request: _Request) -> tuple[str, Finish]:
-        kwargs: dict[str, Any] = {"model": spec.model, "messages": request.messages, "stream": True,
+        kwargs: dict[str, Any] = {**spec.call_kwargs(), "messages": request.messages, "stream": True,
                                   "max_tokens": request.max_tokens}
-        if spec.api_base:
-            kwargs["api_base"] = spec.api_base
-        if spec.api_key:
-            kwargs["api_key"] = spec.api_key
-        if spec.provider == "ollama" and spec.context_tokens:
-            kwargs["num_ctx"] = spec.context_tokens
         if request.json_mode:  # structured answers (classification, plans, verdicts) should be reproducible
             kwargs["temperature"] = 0.0
         if request.json_mode and spec.provider in ("ollama", "local"):

@@ -37,6 +37,18 @@ class TierSpec:
     api_key: str | None
     context_tokens: int | None
 
+    def call_kwargs(self) -> dict[str, object]:
+        """What every litellm call to this tier names: the model, its endpoint and key when set,
+        and Ollama's context size (`num_ctx`; Ollama's own default would cut long prompts)."""
+        kwargs: dict[str, object] = {"model": self.model}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        if self.provider == "ollama" and self.context_tokens:
+            kwargs["num_ctx"] = self.context_tokens
+        return kwargs
+
 
 def local_capacity(specs: dict[Tier, TierSpec]) -> int:
     """The most (prompt + output) tokens any local tier can hold; above it, only the cloud."""
