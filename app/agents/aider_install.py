@@ -17,10 +17,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from app.runtime.installs import locked, pip_progress, run_logged
+from app.runtime.installs import is_marked, locked, mark, pip_progress, run_logged
 
 AIDER_SPEC = "aider-chat==0.86.2"
-MARKER = ".jervis-installed"
 
 Log = Callable[[str], None]
 
@@ -34,9 +33,7 @@ def aider_bin_dir(venv: Path) -> Path:
 
 
 def is_installed(venv: Path, spec: str = AIDER_SPEC) -> bool:
-    marker = venv / MARKER
-    return (aider_bin_dir(venv) / "aider").is_file() and marker.is_file() and \
-        marker.read_text(encoding="utf-8").strip() == spec
+    return (aider_bin_dir(venv) / "aider").is_file() and is_marked(venv, spec)
 
 
 def ensure_aider(venv: Path, *, spec: str = AIDER_SPEC, python: str = sys.executable,
@@ -71,7 +68,7 @@ def _install(venv: Path, spec: str, python: str, log: Log) -> Path:
                    install_log, what=f"pip install {spec}", error=AiderInstallError,
                    on_line=pip_progress(log, started, name="aider"))
         _check_version(venv, spec)
-        (venv / MARKER).write_text(spec + "\n", encoding="utf-8")
+        mark(venv, spec)
         log(f"aider: {spec} installed in {time.monotonic() - started:.0f} s")
         return aider_bin_dir(venv)
 

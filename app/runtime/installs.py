@@ -81,3 +81,18 @@ def pip_progress(log: Callable[[str], None], started: float, *, name: str,
             log(f"{name}: unpacking {collected} packages ({time.monotonic() - started:.0f} s) …")
 
     return on_line
+
+
+#: The file that marks a finished install; it names the package spec, so a changed pin reinstalls.
+MARKER = ".jervis-installed"
+
+
+def is_marked(directory: Path, spec: str) -> bool:
+    """An install of `spec` finished in `directory` (its marker names exactly that spec)."""
+    marker = directory / MARKER
+    return marker.is_file() and marker.read_text(encoding="utf-8").strip() == spec
+
+
+def mark(directory: Path, spec: str) -> None:
+    """Record that `spec` is installed in `directory` (last, once the install checked out)."""
+    (directory / MARKER).write_text(spec + "\n", encoding="utf-8")

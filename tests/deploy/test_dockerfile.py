@@ -12,8 +12,9 @@ import re
 
 import pytest
 
-from app.agents.aider_install import AIDER_SPEC, MARKER
+from app.agents.aider_install import AIDER_SPEC
 from app.agents.local import ENTRYPOINT
+from app.runtime.installs import MARKER
 from tests.deploy import dockerignore
 from tests.deploy.helpers import REPO_ROOT
 from tests.dockerfile_parser import KEYWORDS, Instruction, copy_sources, env_pairs, exec_form, parse_dockerfile, stages

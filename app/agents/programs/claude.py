@@ -32,11 +32,10 @@ from pathlib import Path
 from app.agents.programs import AgentInstallError, Log, resolve
 from app.config import Settings
 from app.llm.anthropic_messages import agent_key
-from app.runtime.installs import locked, run_logged
+from app.runtime.installs import is_marked, locked, mark, run_logged
 
 CLAUDE_CODE_VERSION = "2.1.197"
 CLAUDE_CODE_SPEC = f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"
-MARKER = ".jervis-installed"
 #: Claude Code's `engines` (its postinstall script picks the native binary with node).
 MIN_NODE = (18, 0)
 PROBE_TIMEOUT = 30.0
@@ -72,9 +71,7 @@ class ClaudeCodeProgram:
         return self.prefix / "node_modules" / ".bin"
 
     def installed(self) -> bool:
-        marker = self.prefix / MARKER
-        return (self.bin_dir / "claude").is_file() and marker.is_file() and \
-            marker.read_text(encoding="utf-8").strip() == CLAUDE_CODE_SPEC
+        return (self.bin_dir / "claude").is_file() and is_marked(self.prefix, CLAUDE_CODE_SPEC)
 
     def install(self, log: Log) -> None:
         try:
@@ -162,7 +159,7 @@ class ClaudeCodeProgram:
                        prefix.parent / f"{prefix.name}-install.log", what=f"npm install {CLAUDE_CODE_SPEC}",
                        error=AgentInstallError, env={**self._environ, **NO_TRAFFIC})
             self._check_version()
-            (prefix / MARKER).write_text(CLAUDE_CODE_SPEC + "\n", encoding="utf-8")
+            mark(prefix, CLAUDE_CODE_SPEC)
             log(f"claude: {CLAUDE_CODE_SPEC} installed in {time.monotonic() - started:.0f} s")
 
     def _check_version(self) -> None:

@@ -27,12 +27,11 @@ from pathlib import Path
 
 from app.agents.programs import AgentInstallError, Log, resolve
 from app.config import Settings
-from app.runtime.installs import locked, pip_progress, run_logged
+from app.runtime.installs import is_marked, locked, mark, pip_progress, run_logged
 
 OPENHANDS_SPECS = ("openhands-sdk==1.58.2", "openhands-tools==1.58.2")
 #: What the marker file holds (and `describe()` shows).
 OPENHANDS_SPEC = " ".join(OPENHANDS_SPECS)
-MARKER = ".jervis-installed"
 MIN_PYTHON = (3, 12)
 #: Interpreters looked for, in this order (3.12 is the version OpenHands was measured with here).
 PYTHON_NAMES = ("python3.12", "python3.13", "python3.14")
@@ -57,9 +56,7 @@ class OpenHandsProgram:
         return self.venv / "bin" / "python"
 
     def installed(self) -> bool:
-        marker = self.venv / MARKER
-        return self.python.is_file() and marker.is_file() and \
-            marker.read_text(encoding="utf-8").strip() == OPENHANDS_SPEC
+        return self.python.is_file() and is_marked(self.venv, OPENHANDS_SPEC)
 
     def install(self, log: Log) -> None:
         try:
@@ -155,7 +152,7 @@ class OpenHandsProgram:
                        install_log, what=f"pip install {OPENHANDS_SPEC}", error=AgentInstallError,
                        on_line=pip_progress(log, started, name="openhands", every=50))
             self._check_import()
-            (venv / MARKER).write_text(OPENHANDS_SPEC + "\n", encoding="utf-8")
+            mark(venv, OPENHANDS_SPEC)
             log(f"openhands: {OPENHANDS_SPEC} installed in {time.monotonic() - started:.0f} s")
 
     def _check_import(self) -> None:

@@ -15,9 +15,10 @@ import pytest
 
 from app.agents.local_agents import LocalAgents
 from app.agents.programs import AgentInstallError
-from app.agents.programs.claude import CLAUDE_CODE_SPEC, CLAUDE_CODE_VERSION, MARKER, NO_TRAFFIC, ClaudeCodeProgram
+from app.agents.programs.claude import CLAUDE_CODE_SPEC, CLAUDE_CODE_VERSION, NO_TRAFFIC, ClaudeCodeProgram
 from app.config import Settings
 from app.llm.anthropic_messages import agent_key
+from app.runtime.installs import MARKER
 
 EMBEDDED = {"local_llm_api_base": "http://127.0.0.1:9/v1", "local_llm_model": "openai/qwen-embedded"}
 TOKEN = "service-api-token-0123456789"

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from app.agents.aider_install import AIDER_SPEC, MARKER, AiderInstallError, ensure_aider, is_installed
+from app.agents.aider_install import AIDER_SPEC, AiderInstallError, ensure_aider, is_installed
 from app.agents.base import AgentJob
 from app.agents.factory import describe_agents
 from app.agents.local import LocalRunner
 from app.agents.local_agents import LocalAgents
 from app.agents.workspace import WorkspaceManager
 from app.config import Settings
+from app.runtime.installs import MARKER
 from tests.support import SCRIPTED_AGENT, make_git_repo
 
 TYPES = ("aider", "openhands", "claude", "junie")

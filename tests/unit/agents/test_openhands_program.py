@@ -16,8 +16,9 @@ from app.agents import aider_install
 from app.agents.local_agents import LocalAgents
 from app.agents.programs import AgentInstallError
 from app.agents.programs.aider import AiderProgram
-from app.agents.programs.openhands import MARKER, OPENHANDS_SPEC, OpenHandsProgram
+from app.agents.programs.openhands import OPENHANDS_SPEC, OpenHandsProgram
 from app.config import Settings
+from app.runtime.installs import MARKER
 
 EMBEDDED = {"local_llm_api_base": "http://127.0.0.1:9/v1", "local_llm_model": "openai/qwen-embedded"}
 
@@ -32,7 +33,7 @@ def fake_openhands_venv(venv: Path, spec: str = OPENHANDS_SPEC) -> Path:
 def fake_aider_venv(venv: Path) -> Path:
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "aider").write_text("#!/bin/sh\n")
-    (venv / aider_install.MARKER).write_text(aider_install.AIDER_SPEC + "\n")
+    (venv / MARKER).write_text(aider_install.AIDER_SPEC + "\n")
     return venv
 
 
