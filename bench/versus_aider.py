@@ -125,6 +125,8 @@ class Outcome:
     llm_tokens: int | None = None
     llm_seconds: float | None = None
     nodes: dict[str, NodeFigures] = field(default_factory=dict)
+    programs: list[str] = field(default_factory=list)
+    """The programs that ran the service's steps, from its `agent_start` events ("aider", "claude (cli)"…)."""
 
 
 # ------------------------------------------------------------------------------- judging
@@ -247,20 +249,23 @@ def make_repository(exercise: Exercise, data_root: Path) -> tuple[Path, str]:
     return repo, relative
 
 
-def service_body(exercise: Exercise, relative: str) -> dict[str, Any]:
-    """The request as Kotlin sends it: no environment (so no test command), `require_tests` on."""
+def service_body(exercise: Exercise, relative: str, agent: str = "auto") -> dict[str, Any]:
+    """The request as Kotlin sends it: no environment (so no test command), `require_tests` on.
+
+    `agent` is Kotlin's `agent_preference`: "auto" lets the spec's table choose by complexity.
+    """
     rules = rules_with(RuleOverrides(require_tests=True))
     request = orchestrate_request(task_id=new_task_id(), client_id="bench", project=exercise.slug,
-                                  workspace_path=relative, query=exercise.request(), rules=rules)
+                                  workspace_path=relative, query=exercise.request(), rules=rules, agent=agent)
     return request_body(request)
 
 
 def run_service(client: ServiceClient, exercise: Exercise, data_root: Path, deadline: float,
-                test_command: str) -> Outcome:
+                test_command: str, agent: str = "auto") -> Outcome:
     repo, relative = make_repository(exercise, data_root)
     started = time.monotonic()
     try:
-        thread_id = client.start(service_body(exercise, relative)).thread_id
+        thread_id = client.start(service_body(exercise, relative, agent)).thread_id
     except Exception as exc:  # refused (HTTP error) or unreachable
         return Outcome(side="service", passed=False, verdict="refused", seconds=time.monotonic() - started,
                        ending="refused", infra=f"task refused: {exc}")
@@ -277,7 +282,8 @@ def run_service(client: ServiceClient, exercise: Exercise, data_root: Path, dead
     watchdog = threading.Timer(deadline, cancel)
     watchdog.start()
     try:
-        final, nodes = follow(client, thread_id, test_command)
+        programs: list[str] = []
+        final, nodes = follow(client, thread_id, test_command, programs)
     except Exception as exc:
         return Outcome(side="service", passed=False, verdict="crash", seconds=time.monotonic() - started,
                        ending="crash", infra=f"stream failed: {exc}")
@@ -299,7 +305,7 @@ def run_service(client: ServiceClient, exercise: Exercise, data_root: Path, dead
     error = " ".join(str(final.data.get("error") or status.error or "").split())
     infra = f"run error: {error[:200]}" if not passed and ending == "error" and _SERVICE_INFRA.search(error) else None
     outcome = Outcome(side="service", passed=passed, verdict=verdict, seconds=seconds, ending=ending, infra=infra,
-                      nodes=nodes)
+                      nodes=nodes, programs=programs)
     extras = status.model_extra or {}
     outcome.llm_tokens = _int(extras.get("llm_tokens"))
     outcome.llm_calls = _int(extras.get("llm_calls"))
@@ -309,8 +315,12 @@ def run_service(client: ServiceClient, exercise: Exercise, data_root: Path, dead
     return outcome
 
 
-def follow(client: ServiceClient, thread_id: str, test_command: str) -> tuple[SseEvent, dict[str, NodeFigures]]:
-    """The stream to its end, answering every stop; the last event and the wall time per node."""
+def follow(client: ServiceClient, thread_id: str, test_command: str,
+           programs: list[str] | None = None) -> tuple[SseEvent, dict[str, NodeFigures]]:
+    """The stream to its end, answering every stop; the last event and the wall time per node.
+
+    Each step's program (its `agent_start` event) is appended to `programs` when given.
+    """
     stream = EventStream(client, thread_id)
     nodes: dict[str, NodeFigures] = {}
     while True:
@@ -320,6 +330,8 @@ def follow(client: ServiceClient, thread_id: str, test_command: str) -> tuple[Ss
                 figures = nodes.setdefault(str(event.data["node"]), NodeFigures())
                 figures.seconds += float(event.data["duration_ms"]) / 1000
                 figures.runs += 1
+            elif event.type == "agent_start" and programs is not None:
+                programs.append(str(event.data.get("program") or event.data.get("agent") or "?"))
             elif event.type in ("done", "error", "approval_required"):
                 final = event
         if final is None:
@@ -560,6 +572,8 @@ def main() -> int:
                         help="at most this long for the model server to be idle before a side starts")
     parser.add_argument("--test-cmd", help="the tests' command both sides get (default: python3 -m pytest -q)")
     parser.add_argument("--sides", default="service,aider", help="which sides to run (service, aider)")
+    parser.add_argument("--agent", default="auto",
+                        help="the service's agent_preference (aider, openhands, claude; default: the spec's table)")
     parser.add_argument("--json", type=Path, help="write every outcome and the totals to this file")
     args = parser.parse_args()
     sides = [s for s in SIDES if s in {part.strip() for part in args.sides.split(",")}]
@@ -574,7 +588,7 @@ def main() -> int:
     data_root = (args.data_root or args.dev_home / "workspaces").resolve()
     work = Path(tempfile.mkdtemp(prefix="versus-aider-"))
     print(f"{len(exercises)} exercises × {args.runs} runs; model {model} at {model_base}; deadline "
-          f"{args.deadline:.0f}s; tests: {test_command}; work {work}", flush=True)
+          f"{args.deadline:.0f}s; tests: {test_command}; service agent {args.agent}; work {work}", flush=True)
     runs: list[dict[str, dict[str, Outcome]]] = []
     with ServiceClient(args.url, timeout=60.0) as client:
         for run in range(args.runs):
@@ -592,19 +606,21 @@ def main() -> int:
                         outcome = run_aider(exercise, args.aider, model, model_base, args.deadline, work,
                                             test_command, shlex.split(args.aider_args))
                     else:
-                        outcome = run_service(client, exercise, data_root, args.deadline, test_command)
+                        outcome = run_service(client, exercise, data_root, args.deadline, test_command, args.agent)
                     outcome.first, outcome.idle_wait = side == order[0], waited
                     if not idle and not outcome.passed and outcome.infra is None:
                         outcome.infra = f"model server busy for {waited:.0f}s before the start"
                     results[exercise.name][side] = outcome
                     print(f"   {side}: {outcome.verdict} in {outcome.seconds:.0f}s ({outcome.ending})"
+                          + (f" by {', '.join(dict.fromkeys(outcome.programs))}" if outcome.programs else "")
                           + (f" INFRA: {outcome.infra}" if outcome.infra else ""), flush=True)
                     if outcome.nodes:
                         print(node_line(outcome), flush=True)
     print()
     print(table(runs))
     if args.json:
-        meta = {"model": model, "model_base": model_base, "test_command": test_command, "deadline": args.deadline,
+        meta = {"model": model, "model_base": model_base, "agent": args.agent, "test_command": test_command,
+                "deadline": args.deadline,
                 "exercises": [e.name for e in exercises], "work": str(work)}
         args.json.write_text(json.dumps(report_json(runs, meta), indent=2))
     print(f"\nAider's logs and folders: {work}")

@@ -14,7 +14,8 @@ download, cached in `.cache/llm/`), started on a free loopback port and handed t
 Code steps run the local Aider (`LOCAL_AGENTS`), installed here the first time into
 `.cache/agents/aider-venv` (1-3 minutes). Status pushes go to `KOTLIN_SERVER_URL`, by default
 `http://127.0.0.1:5500`, where the terminal client (`scripts/jervis run`) listens. Everything else
-comes from the environment as in production.
+comes from the environment as in production. It listens on loopback (`HOST`, default 127.0.0.1):
+a launcher for one person's machine is not reachable from the network unless told so.
 """
 
 from __future__ import annotations
@@ -81,6 +82,24 @@ def prepare_local_agents() -> None:
             print(f"{name}: not installed ({exc}); code steps will try again", flush=True)
 
 
+#: Where the launcher listens unless `HOST` says otherwise: this machine only. It runs agents that
+#: execute code, with no API token by default, so reaching it from the network must be asked for.
+DEFAULT_HOST = "127.0.0.1"
+
+
+def listen_address() -> tuple[str, int]:
+    """`HOST` (default loopback) and `PORT` (default 8090), said at start so nobody wonders who can reach it."""
+    host = os.environ.get("HOST") or DEFAULT_HOST
+    port = int(os.environ.get("PORT", "8090"))
+    if host == DEFAULT_HOST:
+        print(f"listening on {host}:{port} (this machine only; HOST=0.0.0.0 to listen on every interface)", flush=True)
+    else:
+        token = ("with API_TOKEN" if os.environ.get("API_TOKEN")
+                 else "WITHOUT an API_TOKEN: anyone who reaches it can run code here")
+        print(f"listening on {host}:{port}, {token}", flush=True)
+    return host, port
+
+
 def run() -> None:
     # uvicorn re-raises SIGTERM after its graceful shutdown; with the default handler that would
     # kill this process before `finally` stops the embedded servers. Installed first, so a
@@ -105,7 +124,8 @@ def run() -> None:
         # Pushes go to the terminal client's receiver (`python -m app.cli run` listens here).
         os.environ.setdefault("KOTLIN_SERVER_URL", "http://127.0.0.1:5500")
         prepare_local_agents()
-        uvicorn.run("app.main:app", host=os.environ.get("HOST", "0.0.0.0"), port=int(os.environ.get("PORT", "8090")))
+        host, port = listen_address()
+        uvicorn.run("app.main:app", host=host, port=port)
     finally:
         if embedded is not None:
             embedded.stop()

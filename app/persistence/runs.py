@@ -50,6 +50,12 @@ class RunRecord(BaseModel):
     announced: bool = True
     """False from the moment an outcome is recorded until recovery's sweep has seen its status push in the
     outbox (marked then) or, a crash having lost it, pushed it again (records without it were announced)."""
+    pending: dict[str, Any] | None = None
+    """The request as accepted (redacted like a checkpoint), kept until the run records its first outcome:
+    recovery starts a run whose pod died before its first checkpoint from here instead of ending it."""
+    restarts: int = 0
+    """How often recovery started the run afresh from `pending` (once at most: a request that kills its pod
+    before the first checkpoint again is ended, not retried forever)."""
     fence: str | None = None
     """Fencing token of the lock lease under which the run's pod (`pod_id`) runs it; its outcome write is
     conditional on it, so a pod that lost the run to another cannot overwrite it."""
@@ -191,7 +197,8 @@ class RunStore:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         query = {"status": status} if status else {}
-        cursor = self._collection.find(query).sort([("updated_at", -1), ("_id", -1)]).limit(limit)
+        # A list shows no stored request (up to a megabyte each).
+        cursor = self._collection.find(query, {"pending": 0}).sort([("updated_at", -1), ("_id", -1)]).limit(limit)
         return [_record(doc) async for doc in cursor]
 
 

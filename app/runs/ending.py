@@ -137,7 +137,7 @@ class RunEnding:
             if_fence=slot.token, status=outcome.status, summary=outcome.summary, error=outcome.error,
             interrupt_action=outcome.interrupt_action, interrupt_description=outcome.interrupt_description,
             branch=outcome.branch, artifacts=outcome.artifacts, usage=outcome.usage, percent=outcome.percent,
-            report=outcome.report, interrupt_id=outcome.interrupt_id, announced=False,
+            report=outcome.report, interrupt_id=outcome.interrupt_id, announced=False, pending=None,
         )
         return slot.holds() if written is None else written
 

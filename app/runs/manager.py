@@ -36,6 +36,7 @@ from app.llm.tiers import Tier
 from app.observability.logs import run_context
 from app.observability.metrics import Metrics
 from app.persistence.outage import MongoOutage, MongoUnavailableError
+from app.persistence.redacting_serde import redact_tree
 from app.persistence.runs import RunRecord, RunStore
 from app.runs.active import ActiveRun, Problem, cancelled, cloud_rejected
 from app.runs.admission import Admission, Slot
@@ -44,7 +45,7 @@ from app.runs.ending import RunEnding
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome
-from app.runs.segment import default_limits, initial_state, segment_scope
+from app.runs.segment import default_limits, initial_state, restartable_request, segment_scope
 from app.runs.status import first_line, record_of, status_map
 from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest, StatusPush
 from app.schemas.thread_ids import new_thread_id, task_id_of
@@ -117,6 +118,7 @@ class RunManager:
         record = RunRecord(thread_id=thread_id, task_id=request.task_id, client_id=request.client_id,
                            status="running", pod_id=self._admission.pod_id, fence=slot.token,
                            language=run_language(state, self._settings), request=first_line(request.query),
+                           pending=redact_tree(request.model_dump(mode="json", exclude_none=True), self._redact),
                            created_at=time.time(),
                            updated_at=time.time())
         try:  # durable before the 200: a pod that dies right after it leaves a run recovery ends or continues
@@ -273,12 +275,21 @@ class RunManager:
         thread_id = record.thread_id
         snapshot = await self._graph.aget_state(self._driver.config(thread_id))
         run = ActiveRun(RunIdentity(thread_id, record.task_id, record.client_id))
-        if not snapshot.values:  # died before its first checkpoint: nothing to continue
-            self._active[thread_id] = run
-            language = record.language or run_language({}, self._settings)
-            await self._ending.close(run, slot, RunOutcome(status="error", error=texts(language).run_restarted),
-                              self._events.log(thread_id))
-            return False
+        if not snapshot.values:  # died before its first checkpoint: start it again from its request, once
+            request = restartable_request(record)
+            if request is None:
+                self._active[thread_id] = run
+                language = record.language or run_language({}, self._settings)
+                await self._ending.close(run, slot, RunOutcome(status="error", error=texts(language).run_restarted),
+                                         self._events.log(thread_id))
+                return False
+            await self._runs.update(thread_id, if_fence=slot.token, restarts=record.restarts + 1)
+            log.warning("starting %s again from its stored request: its pod died before the first checkpoint",
+                        thread_id)
+            self._metrics.runs_adopted.inc()
+            self._spawn(run, slot, initial_state(request, response_language=self._settings.response_language,
+                                                 limits=default_limits(self._settings)))
+            return True
         self._metrics.runs_adopted.inc()
         self._spawn(run, slot, None, known=snapshot.values)
         return True

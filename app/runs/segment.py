@@ -3,6 +3,7 @@ policy and budget) every segment (start, resume, adoption) runs under, continued
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -20,6 +21,20 @@ from app.schemas.domain import CodingTask
 from app.schemas.kotlin import OrchestrateRequest, ProgressPush
 from app.texts import texts
 from app.texts.language import choose_language
+
+log = logging.getLogger(__name__)
+
+
+def restartable_request(record: RunRecord) -> OrchestrateRequest | None:
+    """The stored request of a run that never reached a checkpoint, when it may start again: it was
+    stored (records from before the field have none) and was not started again already."""
+    if record.pending is None or record.restarts >= 1:
+        return None
+    try:
+        return OrchestrateRequest.model_validate(record.pending)
+    except ValueError as exc:  # stored by a version with another shape
+        log.warning("the stored request of %s cannot start again: %s", record.thread_id, exc)
+        return None
 
 
 def default_limits(settings: Settings) -> BudgetLimits:

@@ -6,6 +6,7 @@ import json
 import shlex
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from tests.fixtures.mongo import RestartableMongo
 from tests.fixtures.service import ServiceProcess, service_env
 from tests.support import (
     SCRIPTED_AGENT,
+    advice_script,
     approval,
     classification,
     code_task_script,
@@ -369,8 +371,8 @@ def test_a_yes_and_a_no_sent_at_once_to_one_gate_get_one_answer_and_a_409(servic
 def test_a_run_accepted_just_before_a_kill_ends_with_a_status_after_the_restart(service_factory, llm, kotlin,
                                                                                  data_root: Path) -> None:
     """kill -9 right after the dispatch's 200: the run record is written before the 200, so the
-    restarted pod finds the run and continues it from what was checkpointed (or, with nothing
-    checkpointed, ends it saying why): Kotlin hears of it once, and /status knows it."""
+    restarted pod finds the run and continues it from what was checkpointed: Kotlin hears of it
+    once, and /status knows it."""
     rel = f"clients/c1/{new_task_id()}"
     make_git_repo(data_root / rel)
     llm.script(*code_task_script())
@@ -383,5 +385,42 @@ def test_a_run_accepted_just_before_a_kill_ends_with_a_status_after_the_restart(
     ended = kotlin.wait_for_status(thread_id=thread_id, timeout=30)
     with restarted.client() as client:
         status = client.get(f"/status/{thread_id}").json()
-    assert ended["status"] in ("interrupted", "error") and status["status"] == ended["status"]
+    assert ended["status"] == "interrupted" and ended["interruptAction"] == "commit"
+    assert status["status"] == "interrupted"
     assert len([s for s in kotlin.statuses if s["threadId"] == thread_id]) == 1
+
+
+def test_a_run_killed_before_its_first_checkpoint_is_started_again_from_its_request(
+        service_factory, llm, kotlin, mongo_server) -> None:
+    """kill -9 right after the 200 and before the first checkpoint: nothing happened yet and the
+    request is stored with the run, so the restarted pod starts it again (once) and it ends done,
+    with one status push. Where the kill lands is a race; the checkpoints the thread got before it
+    are deleted, which leaves exactly what a kill a few milliseconds earlier leaves."""
+    held = threading.Event()  # the first pod's run cannot end before the kill: its intake call waits
+    intake, respond = advice_script("Jervis answers after a restart.")
+    llm.script(replace(intake, hold=held), respond)
+    pod = service_factory(pod_id="orchestrator-0").start()
+    body = orchestrate_body(query="What does Jervis do?")
+    try:
+        with pod.client() as client:
+            thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
+        pod.kill()
+    finally:
+        held.set()
+    with MongoClient(mongo_server.url) as mongo:
+        store = mongo[pod.env["CHECKPOINT_DATABASE"]]
+        for name in ("checkpoints", "checkpoint_writes"):
+            store[name].delete_many({"thread_id": thread_id})
+        record = mongo[pod.env["MONGODB_DATABASE"]]["orchestrator_runs"].find_one({"_id": thread_id})
+    assert record is not None and record["status"] == "running" and record["pending"]["query"] == body["query"]
+
+    restarted = service_factory(env=pod.env).start()
+    done = kotlin.wait_for_status(thread_id=thread_id, timeout=30)
+    with restarted.client() as client:
+        status = client.get(f"/status/{thread_id}").json()
+    assert done["status"] == "done" and "Jervis answers after a restart." in done["summary"]
+    assert status["status"] == "done"
+    assert len([s for s in kotlin.statuses if s["threadId"] == thread_id]) == 1
+    with MongoClient(mongo_server.url) as mongo:
+        record = mongo[pod.env["MONGODB_DATABASE"]]["orchestrator_runs"].find_one({"_id": thread_id})
+    assert record is not None and record["restarts"] == 1 and record.get("pending") is None

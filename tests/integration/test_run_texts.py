@@ -160,6 +160,23 @@ async def test_a_run_lost_before_its_first_checkpoint_is_ended_in_its_language(
     assert await error_of(kotlin, thread_id) == SAID[language]["restarted"]
 
 
+async def test_a_run_started_again_once_and_lost_again_is_ended_not_restarted_forever(pod, llm, kotlin) -> None:
+    """The stored request starts a run lost before its first checkpoint once; lost a second time
+    (the request may be what kills its pod), it is ended saying so."""
+    adopter = await pod(response_language="en")
+    body = request(ENGLISH)
+    thread_id = new_thread_id(body.task_id)
+    await adopter.runs.create(RunRecord(thread_id=thread_id, task_id=body.task_id, client_id=body.client_id,
+                                        status="running", pod_id="pod-gone", language="en", restarts=1,
+                                        pending=body.model_dump(mode="json"), created_at=time.time(),
+                                        updated_at=time.time()))
+
+    assert await adopter.recovery.recover_once() == []
+
+    assert await error_of(kotlin, thread_id) == SAID["en"]["restarted"]
+    assert not llm.requests  # not started a second time
+
+
 @pytest.mark.parametrize(("query", "language"), LANGUAGES)
 async def test_a_spent_budget_is_said_in_the_runs_language(pod, llm, kotlin, query: str, language: str) -> None:
     llm.script(Reply(match=node_marker("intake"), content=classification(), name="intake"),
