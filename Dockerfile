@@ -92,4 +92,8 @@ STOPSIGNAL SIGTERM
 # No curl in a slim image: urllib raises on a non-2xx answer, which fails the check.
 HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8090/health/ready', timeout=8)"]
-CMD ["uvicorn", "app.main:app", "--host", "0.0.0.0", "--port", "8090"]
+# Forwarded headers (scheme, client address) are believed from FORWARDED_ALLOW_IPS only (uvicorn
+# reads it; loopback by default): k8s/configmap.yaml names the ingress controller there. Not an
+# option of the CMD: a CLI option would win over the variable.
+ENV FORWARDED_ALLOW_IPS=127.0.0.1
+CMD ["uvicorn", "app.main:app", "--host", "0.0.0.0", "--port", "8090", "--proxy-headers"]

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from app.agent_settings import AgentSettings
+from app.console_settings import ConsoleSettings
+
+CloudTierName = Literal["cloud_reasoning", "cloud_coding", "cloud_premium", "cloud_large_context"]
 
 
-class Settings(AgentSettings):
+class TokenPrice(BaseModel):
+    """USD per million tokens of one model (`LLM_TIER_PRICES`)."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+class Settings(AgentSettings, ConsoleSettings):
     """Validated at start-up; defaults are loopback or in-cluster service names, never a private IP.
 
     Each field's docstring is its documentation: docs/configuration.md's table is generated
@@ -19,8 +29,9 @@ class Settings(AgentSettings):
 
     model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True, use_attribute_docstrings=True)
 
-    host: str = "0.0.0.0"
-    """Listen address of `python -m app.dev` (the container runs uvicorn with its own flags)."""
+    host: str = "127.0.0.1"
+    """Listen address of `python -m app.dev`: loopback unless told otherwise (`0.0.0.0` for every interface; set
+    `API_TOKEN` then). The container runs uvicorn with its own flags, on every interface behind the NetworkPolicy."""
     port: int = 8090
     """Listen port of `python -m app.dev`."""
 
@@ -119,6 +130,17 @@ class Settings(AgentSettings):
     a request may set its own; none = unlimited)."""
     budget_max_cost_usd: float | None = 5.0
     """Cost budget per orchestration in USD (only cloud calls cost)."""
+    llm_tier_prices: dict[CloudTierName, TokenPrice] = Field(default_factory=lambda: dict[
+        CloudTierName, TokenPrice]({
+            "cloud_reasoning": TokenPrice(input_per_mtok=3.0, output_per_mtok=15.0),
+            "cloud_coding": TokenPrice(input_per_mtok=2.5, output_per_mtok=10.0),
+            "cloud_premium": TokenPrice(input_per_mtok=5.0, output_per_mtok=25.0),
+            "cloud_large_context": TokenPrice(input_per_mtok=2.5, output_per_mtok=15.0),
+        }))
+    """Price of a cloud tier's model that litellm's bundled price map does not list (JSON, USD per million prompt /
+    completion tokens; a listed model keeps litellm's price; a value replaces the whole table). Defaults: the list
+    prices of the default models (Gemini 2.5 Pro's above 200k prompt tokens). A tier priced by neither counts in
+    tokens and time only, said in `/health` (`warnings`) and the start-up log; local tiers cost nothing."""
     budget_max_seconds: float | None = 7200.0
     """Model time per orchestration (seconds spent in model calls)."""
     budget_warn_fraction: float = 0.8

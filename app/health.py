@@ -6,7 +6,8 @@ probe; liveness asks only that the process serves requests, so a MongoDB outage 
 out of the Service without restarting it. The KB and each LLM tier (ONLINE / OFFLINE /
 API_ERROR / BUSY) are reported but do not make the service unhealthy or unready (the KB is
 optional for a run; an LLM outage escalates or surfaces as a run error naming the tier; a BUSY
-local model, one serving another client, takes a run's calls in turn).
+local model, one serving another client, takes a run's calls in turn). `warnings` lists what
+works but is not as configured for: a cloud tier whose calls the dollar budget cannot price.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class HealthChecker:
             "pod_id": self._settings.pod_id,
             "dependencies": dependencies,
             "llm_tiers": tiers,
+            "warnings": self._llm_health.warnings(),
         }
 
     async def readiness(self) -> tuple[bool, dict[str, Any]]:

@@ -32,11 +32,14 @@ from app.llm.health import ProviderHealth
 from app.llm.provider import LitellmProvider
 from app.observability.metrics import Metrics
 from app.observability.redaction import Redactor
+from app.persistence import console_sessions as console_module
 from app.persistence import context_store as context_store_module
 from app.persistence import lock as lock_module
 from app.persistence import outbox as outbox_module
 from app.persistence import project_memory as project_memory_module
 from app.persistence import runs as runs_module
+from app.persistence import sign_in_throttle as throttle_module
+from app.persistence.console_sessions import ConsoleSessions, ConsoleStore, SessionLimits
 from app.persistence.context_store import ContextStore
 from app.persistence.indexes import KOTLIN_INDEXES, ensure_indexes
 from app.persistence.lock import OrchestrationLock
@@ -46,6 +49,7 @@ from app.persistence.outbox import OutboxStore
 from app.persistence.project_memory import ProjectMemory
 from app.persistence.redacting_serde import RedactingSerializer
 from app.persistence.runs import RunStore
+from app.persistence.sign_in_throttle import SignInThrottle
 from app.runs.admission import Admission
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver
@@ -72,6 +76,8 @@ class Services:
     correction: CorrectionService
     redact: Redactor
     """The one redaction of outgoing text (SSE, checkpoints, context store, pushes, HTTP errors)."""
+    console: ConsoleStore
+    """The console's sessions and sign-in throttle."""
 
 
 @asynccontextmanager
@@ -97,8 +103,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         run_store = RunStore(db[runs_module.COLLECTION_NAME])
         outbox_store = OutboxStore(db[outbox_module.COLLECTION_NAME], pod_id=identity.pod_id,
                                    lease_seconds=settings.outbox_lease_seconds)
+        console = ConsoleStore(
+            ConsoleSessions(db[console_module.COLLECTION_NAME], SessionLimits(
+                lifetime_seconds=settings.console_session_hours * 3600,
+                idle_seconds=settings.console_idle_minutes * 60)),
+            SignInThrottle(db[throttle_module.COLLECTION_NAME], attempts=settings.console_sign_in_attempts))
         setups: list[Awaitable[object]] = [lock.setup(), context_store.setup(), run_store.setup(),
-                                            outbox_store.setup()]
+                                            outbox_store.setup(), console.sessions.setup(), console.throttle.setup()]
         if settings.kotlin_mongodb_database:
             setups.append(ensure_indexes(mongo[settings.kotlin_mongodb_database], KOTLIN_INDEXES))
         await asyncio.gather(*setups)
@@ -134,6 +145,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                                  timeout=settings.kb_timeout_seconds, write_timeout=settings.kb_write_timeout_seconds)
         workspaces = WorkspaceManager(settings.data_root)
         llm = LitellmProvider(settings, metrics=metrics)
+        llm.prices.log_summary()  # a tier the dollar budget cannot count is said at start-up, and in /health
         context = RunContext(
             settings=settings, llm=ApprovingLlm(llm), kb=kb, kotlin=kotlin, context_store=context_store,
             project_memory=ProjectMemory(db[project_memory_module.COLLECTION_NAME]),
@@ -178,7 +190,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                          workspaces=workspaces)
         app.state.services = Services(settings=settings, runs=manager, views=views, events=events, health=health,
                                       kotlin=kotlin, metrics=metrics, context_store=context_store,
-                                      chat_compressor=ChatCompressor(llm), correction=correction, redact=redact)
+                                      chat_compressor=ChatCompressor(llm), correction=correction, redact=redact,
+                                      console=console)
         log.info("orchestrator ready (pod %s from %s, runner %s, max %d concurrent)", identity.pod_id,
                  identity.source, settings.agent_runner, settings.max_concurrent_orchestrations)
         for agent_type, runs_it in describe_agents(settings).items():

@@ -20,6 +20,7 @@ from typing import Any
 
 from prometheus_client.metrics import MetricWrapperBase
 from pydantic.fields import FieldInfo
+from pydantic_core import to_jsonable_python
 
 from app.config import Settings
 from app.graph.builder import build_graph
@@ -50,7 +51,7 @@ def _default(field: FieldInfo) -> str:
     if isinstance(value, bool):
         text = str(value).lower()
     elif isinstance(value, (dict, list)):
-        text = json.dumps(value, separators=(",", ":"))
+        text = json.dumps(to_jsonable_python(value), separators=(",", ":"))  # models inside: their fields
     else:
         text = str(value)
     return f"`{text}`" if text else "`\"\"`"

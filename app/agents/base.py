@@ -43,6 +43,14 @@ class AgentJob(BaseModel):
         return {"commit": "git", "push": "git"}.get(self.mode, self.mode)
 
 
+class StopFailure(BaseModel):
+    """An agent the runner could not stop: its Job's deletion failed (after retries), so the agent
+    may run on, and change its workspace, until its own deadline (`activeDeadlineSeconds`)."""
+
+    job: str
+    error: str
+
+
 class AgentResult(BaseModel):
     success: bool
     summary: str
@@ -63,6 +71,9 @@ class AgentResult(BaseModel):
     simply the step's agent type: the local runner maps types to programs and falls back."""
     fallback: str | None = None
     """Why `program` is not the one planned for the step's type (e.g. its install failed)."""
+    not_stopped: StopFailure | None = None
+    """The runner stopped the agent (timeout, stall, no start) but could not delete its Job: the
+    caller says, in the run's language, that the agent may still be running."""
 
 
 class AgentRunner(Protocol):

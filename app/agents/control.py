@@ -13,7 +13,9 @@ variable (not a parameter) because the cancel reaches the runner through the who
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from app.agents.base import StopFailure
 
 
 @dataclass
@@ -25,6 +27,9 @@ class AgentControl:
     cancelled: bool = False
     """The user cancelled the run: runners stop their agent at their next poll even if the task's
     cancellation has not reached them (the graph runs nodes in tasks of its own)."""
+    not_stopped: list[StopFailure] = field(default_factory=list)
+    """Agents a cancelled runner could not stop (their Jobs' deletion failed): the run's end says
+    they may still be running. The cancel path has no step result to carry it."""
 
     def suspend(self, reason: str) -> None:
         self.detach = True
@@ -46,6 +51,13 @@ def should_detach() -> bool:
     """Whether a runner being cancelled now must leave its agent running (see module doc)."""
     control = _control.get()
     return control is not None and control.detach
+
+
+def report_not_stopped(failure: StopFailure) -> None:
+    """A cancelled runner could not stop its agent: recorded for the run's end (no-op outside a run)."""
+    control = _control.get()
+    if control is not None:
+        control.not_stopped.append(failure)
 
 
 def cancel_requested() -> bool:

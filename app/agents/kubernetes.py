@@ -14,6 +14,11 @@ fails the attempt with it; a Job that does not start or never finishes is delete
 judged failed with that message. The progress watchdog (`stall`) deletes the Job of an agent that
 neither logs nor changes the workspace (on the shared volume) for `AGENT_STALL_SECONDS` after its
 pod started, and fails the attempt with a "Stalled:" summary.
+
+A delete that fails is retried (`job_delete`); one that never succeeds is logged, counted
+(`jervis_agent_jobs_not_deleted_total`) and said: on a stopped attempt in its result
+(`AgentResult.not_stopped`), on a cancel in the run's `AgentControl`, for the run's end; before a
+new attempt it fails that attempt (it must not start beside the old one).
 """
 
 from __future__ import annotations
@@ -24,11 +29,13 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 
-from app.agents.base import AgentJob, AgentResult, LogSink, Prepare
-from app.agents.control import cancel_requested, should_detach
+from app.agents.base import AgentJob, AgentResult, LogSink, Prepare, StopFailure
+from app.agents.control import cancel_requested, report_not_stopped, should_detach
+from app.agents.job_delete import DeleteRetry, delete_job
 from app.agents.job_spec import APP_LABEL, build_job, job_name, label_value, step_label
 from app.agents.k8s_client import (
     KubernetesApi,
+    KubernetesError,
     LogStream,
     fatal_pod_problem,
     job_failure_reason,
@@ -74,9 +81,10 @@ class JobDeletionTimeoutError(KubernetesWaitError):
 
 class KubernetesJobRunner:
     def __init__(self, api: KubernetesApi, workspaces: WorkspaceManager, settings: Settings, *,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None, delete_retry: DeleteRetry | None = None) -> None:
         self._api = api
         self._metrics = metrics
+        self._delete_retry = delete_retry or DeleteRetry()
         self._workspaces = workspaces
         self._settings = settings
         self._local_slots: dict[str, asyncio.Semaphore] = {}
@@ -92,7 +100,7 @@ class KubernetesJobRunner:
             existing = await self._api.read_job(name)
             if existing is not None and job_finished(existing) and not self._has_result(job):
                 # Finished, but its result is gone (cleaned up before the node was checkpointed).
-                await self._api.delete_job(name)
+                await self._delete_or_fail(name, job)
                 await self._wait_gone(name)
                 existing = None
             if existing is None:
@@ -148,8 +156,32 @@ class KubernetesJobRunner:
             other_name = other.metadata.name if other.metadata else None
             if other_name and other_name != name and not job_finished(other):
                 log.warning("Job %s of an earlier attempt still runs: deleting it before %s", other_name, name)
-                await self._api.delete_job(other_name)
+                await self._delete_or_fail(other_name, job)
                 await self._wait_gone(other_name)
+
+    async def _delete(self, name: str, job: AgentJob) -> StopFailure | None:
+        """Delete the Job (retried); None once it is gone, else what failed (logged and counted)."""
+        error = await delete_job(self._api, name, retry=self._delete_retry,
+                                 deadline_seconds=self._settings.k8s_delete_timeout_seconds)
+        if error is None:
+            return None
+        log.warning("could not delete Job %s (%s): its %s agent may still be running until its deadline", name,
+                    error, job.agent_type)
+        if self._metrics is not None:
+            self._metrics.agent_job_not_deleted(job.agent_type)
+        return StopFailure(job=name, error=error)
+
+    async def _delete_or_fail(self, name: str, job: AgentJob) -> None:
+        """Before a new attempt: a Job that cannot be deleted fails the attempt (both would write the workspace)."""
+        failure = await self._delete(name, job)
+        if failure is not None:
+            raise KubernetesError(f"Job {failure.job} could not be deleted ({failure.error}): it may still be running")
+
+    async def _delete_on_cancel(self, name: str, job: AgentJob) -> None:
+        """Shielded from a second cancel, so the run's end hears of a Job that could not be deleted."""
+        failure = await self._delete(name, job)
+        if failure is not None:
+            report_not_stopped(failure)
 
     def _has_result(self, job: AgentJob) -> bool:
         try:
@@ -183,24 +215,26 @@ class KubernetesJobRunner:
 
         logs = asyncio.create_task(self._stream_logs(name, enqueue, stop, on_data=stall.output))
         pump = asyncio.create_task(_pump(lines, tail, name, on_log))
+        not_stopped: StopFailure | None = None
         try:
             try:
                 failure = await self._wait_until_done(name, job, stall)
             except (JobStartTimeoutError, JobNotFinishedError) as exc:
                 failure = f"Agent {job.agent_type}: {exc}"
             if failure is not None:
-                await self._api.delete_job(name)
+                not_stopped = await self._delete(name, job)
                 if not stop.opened:  # it never started (bad image, unschedulable): no last lines to wait for
                     stop.stop()
-            with contextlib.suppress(TimeoutError, Exception):
-                await asyncio.wait_for(asyncio.shield(logs), 5)  # the last lines
-        except BaseException:  # cancelled: the agent must not outlive its run, unless it is suspended
+            await self._last_lines(name, logs)
+        except BaseException as exc:  # cancelled: the agent must not outlive its run, unless it is suspended
             stop.stop()
             if should_detach():
                 log.info("leaving Job %s running: the run is suspended and its next pod re-attaches", name)
-            else:
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(self._api.delete_job(name))
+            elif not isinstance(exc, Exception):
+                await asyncio.shield(self._delete_on_cancel(name, job))
+            elif (left := await self._delete(name, job)) is not None:  # the cluster failed us: the attempt fails
+                raise KubernetesError(f"{exc}; Job {name} could not be deleted ({left.error}): its agent may "
+                                      "still be running until its deadline") from exc
             raise
         finally:
             stop.stop()
@@ -210,7 +244,19 @@ class KubernetesJobRunner:
                 _emit(lines.get_nowait(), tail, name, on_log)
             pump.cancel()
         exit_code = await self._exit_code(name)
-        return judge(self._workspaces, job, exit_code=exit_code, log_tail="\n".join(tail), failure=failure)
+        result = judge(self._workspaces, job, exit_code=exit_code, log_tail="\n".join(tail), failure=failure)
+        result.not_stopped = not_stopped
+        return result
+
+    @staticmethod
+    async def _last_lines(name: str, logs: asyncio.Task[None]) -> None:
+        """Give the log stream a few seconds for the agent's last lines; its failure costs only lines."""
+        try:
+            await asyncio.wait_for(asyncio.shield(logs), 5)
+        except TimeoutError:
+            log.info("the log of Job %s did not end within 5 s of the Job: its last lines may be missing", name)
+        except Exception as exc:
+            log.warning("the log stream of Job %s failed: %s: its last lines may be missing", name, exc)
 
     async def _wait_until_done(self, name: str, job: AgentJob, stall: StallWatch) -> str | None:
         """None when the Job completed or failed by itself; else why the runner stopped it. Its pod
@@ -271,12 +317,18 @@ class KubernetesJobRunner:
             await asyncio.sleep(0.25)
 
     async def _exit_code(self, name: str) -> int | None:
-        with contextlib.suppress(Exception):
-            for pod in await self._api.job_pods(name):
-                for status in (pod.status.container_statuses or []) if pod.status else []:
-                    if status.state and status.state.terminated:
-                        code: int | None = status.state.terminated.exit_code
-                        return code
+        """The agent container's exit code from the Job's pods; None when it has none (it never
+        ran, or was deleted) or the lookup failed, which is logged: judging goes on without it."""
+        try:
+            pods = await self._api.job_pods(name)
+        except Exception as exc:
+            log.warning("exit code of Job %s unknown: listing its pods failed: %s", name, exc)
+            return None
+        for pod in pods:
+            for status in (pod.status.container_statuses or []) if pod.status else []:
+                if status.state and status.state.terminated:
+                    code: int | None = status.state.terminated.exit_code
+                    return code
         return None
 
 

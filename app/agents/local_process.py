@@ -145,12 +145,18 @@ class AgentProcess:
         """The code the exit recorder wrote (negative: killed by that signal); None if none was."""
         try:
             value = json.loads(self.status_file.read_text(encoding="utf-8")).get("exit_code")
-        except (OSError, ValueError, AttributeError):
+        except FileNotFoundError:  # the recorder itself was stopped (a timeout, a stall, a cancel)
+            value = None
+        except (OSError, ValueError, AttributeError) as exc:
+            log.warning("exit status of agent pid %d unreadable in %s: %s", self.pid, self.status_file, exc)
             value = None
         if isinstance(value, int):
             return value
-        # Not recorded (the recorder itself was killed): our own child's code is all there is.
-        return self._popen.returncode if self._popen is not None else None
+        # Not recorded: our own child's code is all there is.
+        code = self._popen.returncode if self._popen is not None else None
+        log.info("no exit status recorded for agent pid %d: %s", self.pid,
+                 f"its own exit code {code}" if code is not None else "its exit code is unknown")
+        return code
 
     async def wait(self, seconds: float) -> None:
         """Until the process ends or `seconds` pass; a pidfd wakes us at once, else we sleep."""

@@ -8,10 +8,11 @@ because Kubernetes cannot send a secret header: without the token `/health/live`
 time. Off by default, because the Kotlin client sends no token.
 
 The console (`/ui`) is a browser page, which cannot add a header to a page load or an
-EventSource: its login form (`/ui/login`, open) checks the token and sets a cookie holding a
-key derived from it (HttpOnly, SameSite=Strict), which this middleware takes in place of the
-header. A request that changes something on the strength of the cookie alone must also carry
-`X-Jervis-Console: 1`, a header no other site's page can send here without CORS.
+EventSource: its login form (`/ui/login`, open, throttled) checks the token and sets a cookie
+holding a random session id (HttpOnly, SameSite=Strict), which this middleware takes in place of
+the header while the session is good (`app/persistence/console_sessions.py`: expiry, idle
+timeout, sign-out and token rotation end it). A request that changes something on the strength
+of the cookie alone must also carry `X-Jervis-Console: 1`, a header no other site's page can send here without CORS.
 
 Claude Code on the local runner talks to the service's `/v1/messages` (the local model behind
 Anthropic's API) with a key the runner hands it: derived from the token (`agent_key`), sent as
@@ -20,14 +21,15 @@ Anthropic's API) with a key the runner hands it: derived from the token (`agent_
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 from collections.abc import Callable
 
+from pymongo.errors import PyMongoError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.llm.anthropic_messages import agent_key
+from app.persistence.console_sessions import ConsoleSessions
 
 #: Reachable without the token (the probes, the console's login); `/health` too, reduced (see `is_authenticated`).
 OPEN_PATHS = frozenset({"/health/live", "/health/ready", "/health", "/ui/login", "/ui/logout"})
@@ -40,22 +42,29 @@ CONSOLE_HEADER = b"x-jervis-console"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 UNAUTHORIZED = ("Missing or wrong API token: send 'Authorization: Bearer <API_TOKEN>' "
                 "(the terminal client sends JERVIS_API_TOKEN)")
+SESSIONS_UNAVAILABLE = "The console's sessions cannot be checked (MongoDB does not answer): try again shortly"
 _STATE_KEY = "jervis_authenticated"
 
 
 class ApiTokenMiddleware:
-    def __init__(self, app: ASGIApp, token: Callable[[Scope], str | None]) -> None:
-        """`token(scope)`: the configured token, or None when none is (read per request, because
-        the settings are built in the lifespan, after the middleware)."""
+    def __init__(self, app: ASGIApp, token: Callable[[Scope], str | None],
+                 sessions: Callable[[Scope], ConsoleSessions | None]) -> None:
+        """`token(scope)`: the configured token, or None when none is; `sessions(scope)`: the console's
+        sessions (both read per request, because the lifespan builds them after the middleware)."""
         self._app = app
         self._token = token
+        self._sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):  # lifespan
             await self._app(scope, receive, send)
             return
         token = self._token(scope)
-        authenticated = token is None or _authenticated(scope, token)
+        try:
+            authenticated = token is None or await _authenticated(scope, token, self._sessions(scope))
+        except PyMongoError:  # a cookie that cannot be checked now: neither accepted nor sent to sign in again
+            await _json(send, 503, SESSIONS_UNAVAILABLE, [(b"retry-after", b"5")])
+            return
         scope.setdefault("state", {})[_STATE_KEY] = authenticated
         path = str(scope.get("path") or "")
         if authenticated or (scope["type"] == "http" and (path in OPEN_PATHS or path.startswith(OPEN_PREFIX))):
@@ -67,16 +76,19 @@ class ApiTokenMiddleware:
                 (b"location", b"/ui/login"), (b"content-length", b"0")]})
             await send({"type": "http.response.body", "body": b""})
         else:
-            body = json.dumps({"detail": UNAUTHORIZED}).encode()
-            await send({"type": "http.response.start", "status": 401, "headers": [
-                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="jervis-orchestrator"')]})
-            await send({"type": "http.response.body", "body": body})
+            await _json(send, 401, UNAUTHORIZED, [(b"www-authenticate", b'Bearer realm="jervis-orchestrator"')])
 
 
-def _authenticated(scope: Scope, token: str) -> bool:
-    """The bearer header carries the token, or the console's cookie its key (with the console's
-    header on a request that changes something)."""
+async def _json(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]]) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _authenticated(scope: Scope, token: str, sessions: ConsoleSessions | None) -> bool:
+    """The bearer header carries the token, or the console's cookie a good session's id (with the
+    console's header on a request that changes something, checked first: no lookup for a refusal)."""
     headers = dict(scope.get("headers") or ())
     scheme, _, credentials = headers.get(b"authorization", b"").partition(b" ")
     if scope.get("path") in AGENT_PATHS:
@@ -85,23 +97,27 @@ def _authenticated(scope: Scope, token: str) -> bool:
             return True
     if scheme.lower() == b"bearer" and credentials.strip():
         return hmac.compare_digest(credentials.strip(), token.encode())
-    cookie = _cookie(headers.get(b"cookie", b""), CONSOLE_COOKIE)
-    if cookie is None or not hmac.compare_digest(cookie, console_key(token).encode()):
+    cookie = session_cookie(headers.get(b"cookie", b""))
+    if cookie is None or sessions is None:
         return False
-    return scope.get("method", "GET") in SAFE_METHODS or headers.get(CONSOLE_HEADER) == b"1"
+    if scope.get("method", "GET") not in SAFE_METHODS and headers.get(CONSOLE_HEADER) != b"1":
+        return False
+    return await sessions.valid(cookie, token)
 
 
-def _cookie(header: bytes, name: str) -> bytes | None:
+def session_cookie(header: bytes) -> str | None:
+    """The console's session id from a `Cookie` header."""
     for part in header.split(b";"):
         key, _, value = part.strip().partition(b"=")
-        if key == name.encode() and value:
-            return value
+        if key == CONSOLE_COOKIE.encode() and value:
+            return value.decode(errors="replace")
     return None
 
 
-def console_key(token: str) -> str:
-    """What the console's cookie holds: derived from the token, so the cookie is not the token."""
-    return hmac.new(token.encode(), b"jervis-console-session", hashlib.sha256).hexdigest()
+def console_sessions(scope: Scope) -> ConsoleSessions | None:
+    """The serving app's session store (None before the lifespan built it)."""
+    store = getattr(getattr(scope["app"].state, "services", None), "console", None)
+    return store.sessions if store is not None else None
 
 
 def is_authenticated(state: object) -> bool:

@@ -84,7 +84,7 @@ def prepare_local_agents() -> None:
 
 #: Where the launcher listens unless `HOST` says otherwise: this machine only. It runs agents that
 #: execute code, with no API token by default, so reaching it from the network must be asked for.
-DEFAULT_HOST = "127.0.0.1"
+DEFAULT_HOST = Settings.model_fields["host"].default
 
 
 def listen_address() -> tuple[str, int]:

@@ -117,6 +117,11 @@ class EmbeddedModel(LaunchedServer):
             "--n_threads", str(self.threads),
             "--n_threads_batch", str(self.batch_threads),
             "--interrupt_requests", "false",
+            # llama-cpp-python's server keeps the logits of every prompt position by default: an
+            # n_ctx × vocabulary float32 array (~20 GB at 32k tokens), touched page by page as prompts
+            # grow, so its memory followed the longest prompt seen (5.8 → 10.3 GB over a session).
+            # Nothing here asks for logprobs: only the last position's logits are kept.
+            "--logits_all", "false",
         ]
 
     def measure_speed(self, tokens: int = 32, timeout: float = 120.0) -> float | None:

@@ -50,6 +50,8 @@ NODES: tuple[Node, ...] = (
 #: Nodes of the goal loop a goal of a wave runs in its worktree (`build_goal_graph`).
 GOAL_LOOP = (plan_steps, execute_step, evaluate, reflect, advance_step, advance_goal)
 NODE_NAMES = frozenset(node.__name__ for node in NODES) | {"run_goal"}
+#: Where a new run starts.
+ENTRY_NODE = "intake"
 #: Nodes inside the work loop whose expected failures (budget, LLM) halt the run instead of crashing it.
 HALTING = frozenset({"plan_steps", "execute_step", "evaluate", "replan"})
 
@@ -94,7 +96,7 @@ def build_graph(goal_graph: Pregel[Any, Any, Any, Any] | None = None,
     for node in NODES:
         graph.add_node(node.__name__, _wrapped(node))
     graph.add_node("run_goal", only_changes(in_run_language(goal_runner(goal_graph or build_goal_graph().compile()))))
-    graph.add_edge(START, "intake")
+    graph.add_edge(START, ENTRY_NODE)
     graph.add_conditional_edges("intake", routing.route_after_intake)
     graph.add_edge("clarify", "intake")
     graph.add_conditional_edges("evidence_pack", routing.route_by_category)

@@ -51,6 +51,11 @@ class ProviderHealth:
         return self._with_speeds({tier.value: self._entry(spec, *results[self._endpoint(spec)])
                                   for tier, spec in specs.items()})
 
+    def warnings(self) -> list[str]:
+        """What the operator must know though every tier answers: a callable cloud tier without a
+        price, whose calls the dollar budget cannot count (`app/llm/prices.py`)."""
+        return self._provider.prices.warnings()
+
     async def tier(self, tier: Tier) -> dict[str, Any]:
         """One tier's state, probing only its own endpoint: a dispatch asks about the local model
         without waiting for a cloud provider's answer."""
@@ -61,7 +66,8 @@ class ProviderHealth:
     def _entry(self, spec: TierSpec, mode: Mode, detail: str) -> dict[str, Any]:
         if mode == "ONLINE" and self._provider.breaker.is_open(spec.provider):
             mode, detail = "API_ERROR", "skipped after repeated failures"
-        return {"mode": mode, "model": spec.model, "provider": spec.provider, "detail": detail}
+        return {"mode": mode, "model": spec.model, "provider": spec.provider, "detail": detail,
+                "price": self._provider.prices.describe()[spec.tier.value]}
 
     async def _checked(self, endpoint: Endpoint, spec: TierSpec) -> tuple[Mode, str]:
         """The endpoint's state, probed at most once per `cache_seconds` (one probe at a time)."""

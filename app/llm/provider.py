@@ -36,6 +36,7 @@ from app.llm.budget import BudgetExceededError, Usage
 from app.llm.errors import HeartbeatTimeoutError, LlmError, LlmJsonError, LlmOverflowError, QueueWaitTimeoutError
 from app.llm.model_map import fit_model_map
 from app.llm.parsing import JsonParseError, parse_json_object
+from app.llm.prices import Prices
 from app.llm.runaway import without_repetition
 from app.llm.scope import LlmScope, current_scope
 from app.llm.streaming import Finish, TokenSink, collect
@@ -96,6 +97,8 @@ class LitellmProvider:
         self._metrics = metrics or Metrics()
         self._specs = tier_specs(settings)
         fit_model_map(self._specs.values())
+        self.prices = Prices(self._specs, settings.llm_tier_prices, estimate_cost)
+        """Each tier's price (litellm's map, else `LLM_TIER_PRICES`, else none: said in `/health`)."""
         # The first count loads the tokenizer's vocabulary (0.2-0.3 s, blocking the event loop):
         # paid here, at start-up, instead of inside the first run's first call.
         count_tokens(self._specs[Tier.LOCAL_FAST].model, [{"role": "user", "content": "warm-up"}])
@@ -169,7 +172,7 @@ class LitellmProvider:
         if scope.can_ask and usable:  # asking makes sense only if approval could help
             tier = usable[0]
             spec = self._specs[tier]
-            cost = estimate_cost(spec.model, request.prompt_tokens, request.max_tokens // 4)
+            cost = self.prices.cost(tier, request.prompt_tokens, request.max_tokens // 4)
             raise CloudApprovalNeededError(cause=cause, task_id=scope.task_id, tier=tier.value, model=spec.model,
                                            estimated_cost_usd=round(cost, 6)) from cause
         raise cause
@@ -200,7 +203,7 @@ class LitellmProvider:
             text, finish = streamed
             completion = count_tokens(spec.model, [{"role": "assistant", "content": text}])
             usage = Usage(prompt_tokens=request.prompt_tokens, completion_tokens=completion,
-                          cost_usd=0.0 if tier.local else estimate_cost(spec.model, request.prompt_tokens, completion),
+                          cost_usd=self.prices.cost(tier, request.prompt_tokens, completion),
                           seconds=time.monotonic() - started, calls=1)
             if completion >= 16 and finish.generating > 0.2:
                 speed = completion / finish.generating
@@ -343,13 +346,15 @@ def count_tokens(model: str, messages: Sequence[Message]) -> int:
         return sum(len(m.get("content") or "") for m in messages) // 4
 
 
-def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
-    """USD from litellm's (offline) price map; local models cost nothing."""
+def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """USD from litellm's (offline) price map; None when the map does not price the model (a tier's
+    price then comes from `LLM_TIER_PRICES`, or is reported missing: `app/llm/prices.py`)."""
     try:
         prompt, completion = _litellm().cost_per_token(model=model, prompt_tokens=prompt_tokens,
                                                      completion_tokens=completion_tokens)
-    except Exception:
-        return 0.0
+    except Exception as exc:  # litellm raises its own types (NotFoundError, BadRequestError) for an unknown model
+        log.debug("litellm has no price for %s: %s", model, exc)
+        return None
     return float(prompt + completion)
 
 

@@ -62,6 +62,24 @@ class _RunContextFilter(logging.Filter):
         return True
 
 
+#: Paths clients poll (Kotlin and every console page read /status about once a second; probes and
+#: Prometheus read the others): an answered read of one is not worth a log line each.
+_POLLED = ("/status/", "/health", "/metrics", "/runs")
+
+
+class QuietPolls(logging.Filter):
+    """Drops uvicorn's access line of a polled read that was answered (2xx/3xx); other requests and
+    every failed poll are logged. First among the access logger's filters, so a dropped line costs
+    no later filter's work (litellm's access-log redaction scans each line: a tenth of a /status)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if not isinstance(args, tuple) or len(args) != 5 or args[1] not in ("GET", "HEAD"):
+            return True
+        path, status = str(args[2]), args[4]
+        return not (path.startswith(_POLLED) and isinstance(status, int) and status < 400)
+
+
 class JsonFormatter(logging.Formatter):
     def __init__(self, redact: Redactor) -> None:
         super().__init__()
@@ -122,5 +140,7 @@ def configure_logging(*, level: str = "INFO", fmt: Literal["json", "text"] = "js
                 logger.removeHandler(existing)
             if logger.name.startswith("uvicorn"):
                 logger.propagate = True
+    access = logging.getLogger("uvicorn.access")
+    access.filters = [QuietPolls(), *[f for f in access.filters if not isinstance(f, QuietPolls)]]
     for noisy in ("httpx", "kubernetes.client.rest"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

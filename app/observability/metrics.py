@@ -69,6 +69,10 @@ class Metrics:
         self.agent_stalls = Counter(
             "jervis_agent_stalls", "Agent steps stopped by the progress watchdog (no output and no change in the "
             "workspace for AGENT_STALL_SECONDS), by agent.", ["agent"], registry=r)
+        self.agent_jobs_not_deleted = Counter(
+            "jervis_agent_jobs_not_deleted", "Agent Jobs the runner had to delete (cancel, timeout, stall, no start, "
+            "an earlier attempt still running) but could not, retries included: the agent may run on until its "
+            "activeDeadlineSeconds. By agent.", ["agent"], registry=r)
         self.push_failures = Counter(
             "jervis_kotlin_push_failures", "Pushes to the Kotlin server given up, by endpoint: expired in the outbox "
             "before Kotlin acknowledged them, or lost from memory while MongoDB refused writes.",
@@ -139,6 +143,9 @@ class Metrics:
 
     def agent_stalled(self, agent: str) -> None:
         self.agent_stalls.labels(agent).inc()
+
+    def agent_job_not_deleted(self, agent: str) -> None:
+        self.agent_jobs_not_deleted.labels(agent).inc()
 
     def push_failed(self, endpoint: str) -> None:
         self.push_failures.labels(endpoint).inc()

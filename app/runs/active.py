@@ -25,6 +25,19 @@ def cloud_rejected(t: Texts) -> str:
     return t.cloud_rejected
 
 
+def cancelled_leaving(control: AgentControl) -> Problem:
+    """The user's cancel, and each agent it could not stop (its Job's deletion failed): the run's
+    end must say that agent may still be running, since nobody else will."""
+    if not control.not_stopped:
+        return cancelled
+
+    def said(t: Texts) -> str:
+        left = [t.agent_not_stopped.format(job=f.job, error=f.error[:200]) for f in control.not_stopped]
+        return " ".join([f"{t.cancelled}.", *left])
+
+    return said
+
+
 @dataclass
 class ActiveRun:
     identity: RunIdentity

@@ -120,10 +120,9 @@ class RunEnding:
         return RunOutcome(status="error", error=message)
 
 
-    def journal(self, identity: RunIdentity, create: RunRecord | None = None) -> RunJournal:
+    def journal(self, identity: RunIdentity) -> RunJournal:
         return RunJournal(self._runs, thread_id=identity.thread_id, task_id=identity.task_id,
-                          client_id=identity.client_id, pod_id=self._pod_id, outage=self._outage,
-                          create=create)
+                          client_id=identity.client_id, pod_id=self._pod_id, outage=self._outage)
 
 
     async def _record_outcome(self, run: ActiveRun, outcome: RunOutcome, slot: Slot) -> bool:

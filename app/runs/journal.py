@@ -1,19 +1,18 @@
 """The run record of one executing segment, written as the run goes.
 
-Three kinds of write, one at a time and in this order: the record's creation (off the request
-path: the run already runs while it is written), the usage and percent at node boundaries, the
-outcome last. Usage and percent are cumulative, so the node-boundary writes coalesce: at most
-one in flight and one more waiting, which carries the latest figures; a failed one is made good
-by the next. They are also spaced `interval_seconds` apart: nodes that take milliseconds (an
-advice run ends in a quarter of a second) would otherwise write the record at every boundary
-only for the outcome to overwrite it, and the outcome carries the figures a waiting write would
-have. A crash therefore loses at most the usage of the node it interrupted and of the nodes that
-ended within the interval before, and an adopting pod continues the budget from the record
+Two kinds of write, one at a time and in this order (the record itself is created before the
+dispatch's 200): the usage and percent at node boundaries, the outcome last. Usage and percent
+are cumulative, so the node-boundary writes coalesce: at most one in flight and one more
+waiting, which carries the latest figures; a failed one is made good by the next. They are also
+spaced `interval_seconds` apart: nodes that take milliseconds (an advice run ends in a quarter of
+a second) would otherwise write the record at every boundary only for the outcome to overwrite
+it, and the outcome carries the figures a waiting write would have. A crash therefore loses at
+most the usage of the node it interrupted and of the nodes that ended within the interval
+before, and an adopting pod continues the budget from the record
 (`RunManager._scope`).
 
-A creation lost to a MongoDB outage is tried again at the next node boundary, and the outcome is
-upserted with the run's identity, so an ended run always has its record. The outcome write waits
-out an outage (`MongoOutage`) rather than leaving the run `running` for recovery to repeat.
+The outcome is upserted with the run's identity, so an ended run always has its record; its write
+waits out an outage (`MongoOutage`) rather than leaving the run `running` for recovery to repeat.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from typing import Any
 
 from app.persistence.mongo import is_unreachable
 from app.persistence.outage import MongoOutage
-from app.persistence.runs import RunRecord, RunStore
+from app.persistence.runs import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +39,7 @@ INTERVAL_SECONDS = 1.0
 
 class RunJournal:
     def __init__(self, runs: RunStore, *, thread_id: str, task_id: str, client_id: str, pod_id: str,
-                 outage: MongoOutage | None = None, create: RunRecord | None = None,
+                 outage: MongoOutage | None = None,
                  flush_seconds: float = FLUSH_SECONDS, interval_seconds: float = INTERVAL_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._runs = runs
@@ -49,7 +48,6 @@ class RunJournal:
         self._client_id = client_id
         self._pod_id = pod_id
         self._outage = outage
-        self._pending_create = create
         self._flush_seconds = flush_seconds
         self._interval = interval_seconds
         self._clock = clock
@@ -60,8 +58,6 @@ class RunJournal:
         self._hurry = asyncio.Event()
         """Set by `flush`: a write waiting for its interval goes at once."""
         self._writer: asyncio.Task[None] | None = None
-        if create is not None:
-            self.note()
 
     def track(self, figures: Figures) -> None:
         """What node-boundary writes carry: (usage snapshot, percent), read when the write starts."""
@@ -76,7 +72,7 @@ class RunJournal:
     async def _drain(self) -> None:
         while self._dirty:
             delay = self._next_write - self._clock()
-            if delay > 0 and self._pending_create is None and not self._hurry.is_set():
+            if delay > 0 and not self._hurry.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._hurry.wait(), delay)
             self._dirty = False
@@ -95,14 +91,7 @@ class RunJournal:
 
     async def _write_figures(self) -> None:
         figures = self._figures() if self._figures is not None else None
-        if self._pending_create is not None:
-            record = self._pending_create
-            if figures is not None:
-                usage, percent = figures
-                record = record.model_copy(update={"usage": usage, "percent": max(percent, record.percent)})
-            await self._runs.create(record)
-            self._pending_create = None
-        elif figures is not None:
+        if figures is not None:
             usage, percent = figures
             await self._runs.record_progress(self._thread_id, pod_id=self._pod_id, usage=usage, percent=percent)
 
@@ -133,13 +122,10 @@ class RunJournal:
             writer.cancel()  # a write still waiting for its interval: the outcome carries its figures
             await asyncio.gather(writer, return_exceptions=True)
         await self.flush()
-        created = self._pending_create
-        self._pending_create = None
 
         async def write() -> bool:
             return await self._runs.upsert(self._thread_id, task_id=self._task_id, client_id=self._client_id,
-                                           pod_id=created.pod_id if created else self._pod_id,
-                                           created_at=created.created_at if created else None,
+                                           pod_id=self._pod_id,
                                            if_fence=if_fence, **fields)
 
         try:

@@ -26,7 +26,7 @@ from langgraph.types import Command, Durability
 
 from app.clients.kotlin import KotlinClient
 from app.graph import progress
-from app.graph.builder import NODE_NAMES
+from app.graph.builder import ENTRY_NODE, NODE_NAMES
 from app.graph.context import RunContext
 from app.graph.nodes._common import clip, run_language
 from app.graph.state import reducers
@@ -203,6 +203,11 @@ class RunDriver:
         interrupt_value: dict[str, Any] | None = None
         interrupt_id: str | None = None
         started: dict[str, float] = {}
+        # A new run says its first node started before LangGraph has read and written its first
+        # checkpoints (three store round trips): Kotlin's first progress push waits for none of them.
+        early = isinstance(graph_input, dict) and bool(graph_input.get("task"))
+        if early:
+            self._announce(run, ENTRY_NODE, tracked, events, run_progress)
         item: Any  # (namespace, mode, chunk); namespace () for the run's own nodes, ("run_goal:<task>",)
         # for a goal of a wave; chunk per mode: a task event, a node's update, a custom event
         async for item in self._graph.astream(
@@ -215,7 +220,9 @@ class RunDriver:
                     self._on_goal_task(run, chunk, tracked, events, run_progress)
                 continue
             if mode == "tasks":
-                self._on_task(run, chunk, tracked, events, started, run_progress)
+                announced = early and chunk.get("name") == ENTRY_NODE and "input" in chunk
+                early = early and not announced
+                self._on_task(run, chunk, tracked, events, started, run_progress, announced=announced)
                 if "input" not in chunk:  # a task finished
                     run_progress.nodes_finished += 1
                     if run_progress.on_node_end is not None:
@@ -250,31 +257,16 @@ class RunDriver:
         return RunOutcome(status="done", summary=tracked.get("final_result"), percent=progress.DONE, **common)
 
     def _on_task(self, run: RunIdentity, chunk: dict[str, Any], tracked: dict[str, Any], events: EventLog,
-                       started: dict[str, float], run_progress: RunProgress) -> None:
+                 started: dict[str, float], run_progress: RunProgress, *, announced: bool = False) -> None:
+        """A node's start or end; `announced`: its start was already pushed (`_announce`)."""
         node = chunk.get("name")
         if node not in NODE_NAMES:
             return
         if "input" in chunk:  # a task start (finish events carry "result")
             started[chunk.get("id", node)] = time.perf_counter()
             current_scope().node = node  # LLM usage is booked to the running node
-            run_progress.node = node
-            if node == "select_goal":
-                run_progress.goals.clear()  # a new wave's goals report afresh
-            goals, steps = tracked.get("goals") or [], tracked.get("steps") or []
-            run_progress.percent = progress.monotonic(run_progress.percent, tracked, node)
-            language = run_language(tracked, self._context.settings)
-            message = progress.message(tracked, node, texts(language), language)
-            if node == "execute_step" and (agent := self._step_agent(tracked)):
-                message = f"{message.rstrip('…')} ({agent})"  # what runs it, e.g. "openhands → aider"
-            push = ProgressPush(
-                task_id=run.task_id, client_id=run.client_id, node=node,
-                message=message,
-                percent=run_progress.percent,
-                goal_index=int(tracked.get("current_goal_index") or 0), total_goals=len(goals),
-                step_index=int(tracked.get("current_step_index") or 0), total_steps=len(steps),
-            )
-            self._kotlin.push_progress_nowait(push)
-            _publish_start(events, push, run_progress, texts(language), attempt=int(tracked.get("attempt") or 1))
+            if not announced:
+                self._announce(run, node, tracked, events, run_progress)
         else:
             error = chunk.get("error")
             began = started.pop(chunk.get("id", node), None)
@@ -288,6 +280,26 @@ class RunDriver:
             events.publish("node_end", {"node": node, "duration_ms": duration,
                                         **({"error": str(error)} if error else {})})
 
+
+    def _announce(self, run: RunIdentity, node: str, tracked: dict[str, Any], events: EventLog,
+                  run_progress: RunProgress) -> None:
+        """The progress push and SSE `node_start` of a node starting."""
+        run_progress.node = node
+        if node == "select_goal":
+            run_progress.goals.clear()  # a new wave's goals report afresh
+        goals, steps = tracked.get("goals") or [], tracked.get("steps") or []
+        run_progress.percent = progress.monotonic(run_progress.percent, tracked, node)
+        language = run_language(tracked, self._context.settings)
+        message = progress.message(tracked, node, texts(language), language)
+        if node == "execute_step" and (agent := self._step_agent(tracked)):
+            message = f"{message.rstrip('…')} ({agent})"  # what runs it, e.g. "openhands → aider"
+        push = ProgressPush(
+            task_id=run.task_id, client_id=run.client_id, node=node, message=message, percent=run_progress.percent,
+            goal_index=int(tracked.get("current_goal_index") or 0), total_goals=len(goals),
+            step_index=int(tracked.get("current_step_index") or 0), total_steps=len(steps),
+        )
+        self._kotlin.push_progress_nowait(push)
+        _publish_start(events, push, run_progress, texts(language), attempt=int(tracked.get("attempt") or 1))
 
     def _step_agent(self, tracked: dict[str, Any]) -> str:
         """What will run the current step when it is a code step ("" otherwise)."""

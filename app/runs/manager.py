@@ -14,7 +14,6 @@ adopts the run, and the run stays `running` in MongoDB.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -38,7 +37,7 @@ from app.observability.metrics import Metrics
 from app.persistence.outage import MongoOutage, MongoUnavailableError
 from app.persistence.redacting_serde import redact_tree
 from app.persistence.runs import RunRecord, RunStore
-from app.runs.active import ActiveRun, Problem, cancelled, cloud_rejected
+from app.runs.active import ActiveRun, Problem, cancelled, cancelled_leaving, cloud_rejected
 from app.runs.admission import Admission, Slot
 from app.runs.answers import answered, resume_command
 from app.runs.ending import RunEnding
@@ -46,7 +45,7 @@ from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome
 from app.runs.segment import default_limits, initial_state, restartable_request, segment_scope
-from app.runs.status import first_line, record_of, status_map
+from app.runs.status import EndedStatuses, first_line, record_of, status_map
 from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest, StatusPush
 from app.schemas.thread_ids import new_thread_id, task_id_of
 from app.texts import texts
@@ -84,6 +83,7 @@ class RunManager:
         self._outage = outage
         self._llm_health = llm_health
         self._active: dict[str, ActiveRun] = {}
+        self._ended = EndedStatuses()
         self._answering: set[str] = set()
         """Threads an answer is being taken for on this pod right now (a second one is refused)."""
         self._ending = RunEnding(settings=settings, graph=graph, driver=driver, runs=runs, kotlin=kotlin,
@@ -91,7 +91,9 @@ class RunManager:
                                  outage=outage)
 
     def _forget(self, thread_id: str) -> None:
-        self._active.pop(thread_id, None)
+        run = self._active.pop(thread_id, None)
+        if run is not None and run.outcome is not None:  # recorded by this pod: /status needs no read
+            self._ended.keep(thread_id, status_map(thread_id, record_of(run.identity, run.outcome)))
 
     @property
     def busy(self) -> bool:
@@ -248,7 +250,8 @@ class RunManager:
         """String-only status (Kotlin decodes `Map<String, String>`), see `app.runs.status`."""
         run = self._active.get(thread_id)
         if run is None:
-            return status_map(thread_id, await self._runs.get(thread_id))
+            return self._ended.get(thread_id) or self._ended.keep(
+                thread_id, status_map(thread_id, await self._runs.get(thread_id)))
         if run.outcome is None:
             return status_map(thread_id, None, live_percent=run.progress.percent, agent=run.progress.agent,
                               goals=run.progress.goal_states(texts(run_language(run.progress.values, self._settings))))
@@ -275,29 +278,25 @@ class RunManager:
         thread_id = record.thread_id
         snapshot = await self._graph.aget_state(self._driver.config(thread_id))
         run = ActiveRun(RunIdentity(thread_id, record.task_id, record.client_id))
-        if not snapshot.values:  # died before its first checkpoint: start it again from its request, once
-            request = restartable_request(record)
-            if request is None:
-                self._active[thread_id] = run
-                language = record.language or run_language({}, self._settings)
-                await self._ending.close(run, slot, RunOutcome(status="error", error=texts(language).run_restarted),
-                                         self._events.log(thread_id))
-                return False
+        request = None if snapshot.values else restartable_request(record)
+        if request is not None:  # died before its first checkpoint: started again from its request, once
             await self._runs.update(thread_id, if_fence=slot.token, restarts=record.restarts + 1)
-            log.warning("starting %s again from its stored request: its pod died before the first checkpoint",
-                        thread_id)
-            self._metrics.runs_adopted.inc()
-            self._spawn(run, slot, initial_state(request, response_language=self._settings.response_language,
-                                                 limits=default_limits(self._settings)))
-            return True
+            log.warning("starting %s again from its stored request (no checkpoint to continue)", thread_id)
+        elif not snapshot.values:
+            self._active[thread_id] = run
+            language = record.language or run_language({}, self._settings)
+            await self._ending.close(run, slot, RunOutcome(status="error", error=texts(language).run_restarted),
+                                     self._events.log(thread_id))
+            return False
         self._metrics.runs_adopted.inc()
-        self._spawn(run, slot, None, known=snapshot.values)
+        self._spawn(run, slot, request and initial_state(request, response_language=self._settings.response_language,
+                                                         limits=default_limits(self._settings)),
+                    known=snapshot.values or None)
         return True
 
     # --- run tasks -------------------------------------------------------------------------
 
-    def _spawn(self, run: ActiveRun, slot: Slot, graph_input: Any, *, record: RunRecord | None = None,
-               known: dict[str, Any] | None = None) -> None:
+    def _spawn(self, run: ActiveRun, slot: Slot, graph_input: Any, *, known: dict[str, Any] | None = None) -> None:
         thread_id = run.identity.thread_id
         self._active[thread_id] = run
         run.language = run_language(known or (graph_input if isinstance(graph_input, dict) else {}), self._settings)
@@ -305,17 +304,15 @@ class RunManager:
         events.open()
         # The task copies the context it is created in: every log line of the run names it.
         with run_context(thread_id=thread_id, task_id=run.identity.task_id):
-            run.task = asyncio.create_task(self._execute(run, slot, graph_input, record, known),
-                                           name=f"run:{thread_id}")
+            run.task = asyncio.create_task(self._execute(run, slot, graph_input, known), name=f"run:{thread_id}")
 
-    async def _execute(self, run: ActiveRun, slot: Slot, graph_input: Any, record: RunRecord | None,
-                       known: dict[str, Any] | None) -> RunOutcome:
+    async def _execute(self, run: ActiveRun, slot: Slot, graph_input: Any, known: dict[str, Any] | None) -> RunOutcome:
         use_control(run.control)  # in this task's own context: every runner the graph awaits reads it
         identity = run.identity
         events = self._events.log(identity.thread_id)
         watcher = asyncio.create_task(self._watch_lease(run, slot))
         try:
-            run.journal = self._ending.journal(identity, record)  # a new run's record is created off the request path
+            run.journal = self._ending.journal(identity)  # the record exists: written before the dispatch's 200
             values = known or (graph_input if isinstance(graph_input, dict) else {})
             previous = None if isinstance(graph_input, dict) else await self._read_record(identity.thread_id)
             scope = segment_scope(settings=self._settings, kotlin=self._kotlin, identity=identity, values=values,
@@ -335,7 +332,8 @@ class RunManager:
                 watcher.cancel()
                 return await self._ending.suspend(run, slot, events)
             outcome = RunOutcome(status="error", percent=run.progress.percent, error=await self._ending.failure_text(
-                identity.thread_id, cancelled, run.progress.values, fallback_language=run.language))
+                identity.thread_id, cancelled_leaving(run.control), run.progress.values,
+                fallback_language=run.language))
         except (LlmError, WorkspaceError, BudgetExceededError) as exc:  # expected: one line, no traceback
             log.warning("orchestration %s failed: %s", identity.thread_id, exc)
             # Their messages are written for the user (a spent budget in the run's language): no class name.
@@ -395,5 +393,4 @@ class RunManager:
             if run.task is not None and run.task in pending:
                 run.control.suspend("shutdown")
                 run.task.cancel()
-        with contextlib.suppress(Exception):
-            await asyncio.gather(*pending, return_exceptions=True)
+        await asyncio.gather(*pending, return_exceptions=True)  # each run task logs its own end

@@ -8,6 +8,7 @@ No I/O here, so every status a run can show is a unit test away.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,6 +51,37 @@ def status_map(thread_id: str, record: RunRecord | None, *, live_percent: float 
         case _:
             return status_reply(thread_id, "error", error=record.error or "unknown error", report=record.report,
                                 branch=record.branch, percent=f"{record.percent:g}", **usage)
+
+
+class EndedStatuses:
+    """The `/status` bodies of ended runs (done or error: they never change again), the most
+    recently read `capacity` kept: Kotlin and every console page poll a run after its end too, and
+    each poll would otherwise be a store read. Interrupted and running runs are not kept: another
+    pod may answer or adopt them."""
+
+    ENDED = frozenset({"done", "error"})
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._capacity = capacity
+        self._bodies: OrderedDict[str, dict[str, str]] = OrderedDict()
+
+    def get(self, thread_id: str) -> dict[str, str] | None:
+        body = self._bodies.get(thread_id)
+        if body is not None:
+            self._bodies.move_to_end(thread_id)
+        return body
+
+    def keep(self, thread_id: str, body: dict[str, str]) -> dict[str, str]:
+        """`body`, kept when it is an ended run's."""
+        if body.get("status") in self.ENDED:
+            self._bodies[thread_id] = body
+            self._bodies.move_to_end(thread_id)
+            while len(self._bodies) > self._capacity:
+                self._bodies.popitem(last=False)
+        return body
+
+    def __len__(self) -> int:
+        return len(self._bodies)
 
 
 def usage_fields(usage: dict[str, Any]) -> dict[str, Any]:

@@ -57,6 +57,8 @@ class Texts:
     check_no_test_command: str
     agent_fallback: str
     """A step ran on another program than its type's (step, agent, program, reason)."""
+    agent_not_stopped: str
+    """An agent's Job could not be deleted (job, error): the agent may still be running."""
     # the test command under require_tests (find_tests)
     tests_which_command: str
     tests_none_stop: str

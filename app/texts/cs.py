@@ -56,6 +56,8 @@ CS = Texts(
                      "ale příkaz, který spouští testy projektu, není znám. Přidejte testy, nebo napište, "
                      "jak se spouštějí."),
     agent_fallback="Krok {step} určený pro {agent} provedl {program}: {reason}",
+    agent_not_stopped="Job agenta {job} se nepodařilo smazat ({error}): agent může běžet dál až do svého "
+                      "časového limitu.",
     tests_found="testy: {command} ({source})",
     tests_source_user="vaše odpověď",
     tests_source_remembered="vaše odpověď z dřívějšího běhu tohoto projektu",

@@ -57,6 +57,8 @@ EN = Texts(
     tests_none_stop=("Stopped before any change: the rules require tested work (require_tests), but no command "
                      "that runs the project's tests is known. Add tests, or say which command runs them."),
     agent_fallback="Step {step} planned for {agent} ran on {program}: {reason}",
+    agent_not_stopped="The agent's Job {job} could not be deleted ({error}): it may still be running until its "
+                      "deadline.",
     tests_found="tests: {command} ({source})",
     tests_source_user="your answer",
     tests_source_remembered="your answer on an earlier run of this project",

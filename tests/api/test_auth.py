@@ -1,14 +1,18 @@
 """The optional API token (`API_TOKEN`, app/api/auth.py) on a real service process: every route
-needs it, the probes and a minimal `/health` do not, and the terminal client sends it."""
+needs it, the probes and a minimal `/health` do not, and the terminal client sends it. The console's
+sessions end at sign-out, token rotation, idle timeout and expiry (times moved in MongoDB instead of
+waited for), and its sign-in is throttled per client, the forwarded one only from a trusted proxy."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from pymongo import MongoClient
 
 from app.cli.__main__ import cli
 from app.cli.codes import ExitCode
@@ -94,3 +98,111 @@ def test_the_console_signs_in_with_the_token_and_keeps_a_cookie_not_the_token(gu
         assert http.post(f"/cancel/{UNKNOWN}", cookies=jar, headers={"X-Jervis-Console": "1"}).status_code == 404
         out = http.post("/ui/logout", cookies=jar)
         assert out.status_code == 303 and 'jervis_console=""' in out.headers["set-cookie"]
+        assert http.get("/runs", cookies=jar).status_code == 401  # signed out on the server, not only in the browser
+        again = http.post("/ui/login", data={"token": TOKEN}).cookies["jervis_console"]
+        assert again != cookie  # a new random session per sign-in
+
+
+def sign_in(http: Any, token: str = TOKEN, **headers: str) -> dict[str, str]:
+    signed = http.post("/ui/login", data={"token": token}, headers=headers)
+    assert signed.status_code == 303, signed.text
+    http.cookies.clear()  # each request names its session itself
+    return {"jervis_console": signed.cookies["jervis_console"]}
+
+
+def session_times(proc: ServiceProcess, mongo_url: str, jar: dict[str, str], **shift: float) -> None:
+    """Moves a session's stored times (`created_at`, `last_seen`, `expires_at`) by seconds: time passes for it."""
+    with MongoClient[dict[str, Any]](mongo_url) as client:
+        sessions = client[proc.env["MONGODB_DATABASE"]]["console_sessions"]
+        key = hashlib.sha256(jar["jervis_console"].encode()).hexdigest()  # stored by digest only
+        assert sessions.update_one({"_id": key}, {"$inc": shift}).matched_count == 1
+
+
+def test_a_session_ends_after_an_hour_unused_and_twelve_hours_after_sign_in(guarded: ServiceProcess,
+                                                                            mongo_server: Any) -> None:
+    with guarded.client() as http:
+        idle, busy, fresh = sign_in(http), sign_in(http), sign_in(http)
+        session_times(guarded, mongo_server.url, idle, last_seen=-3590)
+        assert http.get("/runs", cookies=idle).status_code == 200  # 59 min 50 s unused: still good, and used now
+        session_times(guarded, mongo_server.url, idle, last_seen=-3601)
+        assert http.get("/runs", cookies=idle).status_code == 401
+        assert http.get("/ui", cookies=idle).headers["location"] == "/ui/login"
+        # In use all along (last seen a minute ago), but signed in 12 hours ago
+        session_times(guarded, mongo_server.url, busy, created_at=-43_200, expires_at=-43_200 + 60, last_seen=-60)
+        assert http.get("/runs", cookies=busy).status_code == 200
+        session_times(guarded, mongo_server.url, busy, expires_at=-61)
+        assert http.get("/runs", cookies=busy).status_code == 401
+        assert http.get("/runs", cookies=fresh).status_code == 200
+
+
+def test_the_cookie_is_secure_when_a_trusted_proxy_says_the_request_came_over_https(guarded: ServiceProcess) -> None:
+    """uvicorn believes X-Forwarded-Proto from FORWARDED_ALLOW_IPS (loopback here, as in the image)."""
+    with guarded.client() as http:
+        plain = http.post("/ui/login", data={"token": TOKEN}).headers["set-cookie"].lower()
+        proxied = http.post("/ui/login", data={"token": TOKEN},
+                            headers={"X-Forwarded-Proto": "https"}).headers["set-cookie"].lower()
+    assert "; secure" not in plain and "; secure" in proxied
+    assert "max-age=43200" in plain  # the browser drops it at the session's end too
+
+
+def test_a_rotated_token_ends_every_console_session(mongo_server: Any, llm_server: Any, kotlin_server: Any,
+                                                    kb_server: Any, data_root: Path, tmp_path: Path) -> None:
+    env = service_env(mongo_url=mongo_server.url, llm_url=llm_server.url, kotlin_url=kotlin_server.url,
+                      kb_url=kb_server.url, data_root=data_root, api_token=TOKEN)
+    first = ServiceProcess(env=env, log_path=tmp_path / "first.log").start()
+    try:
+        with first.client() as http:
+            jar = sign_in(http)
+            assert http.get("/runs", cookies=jar).status_code == 200
+    finally:
+        first.stop()
+    rotated = ServiceProcess(env=env | {"API_TOKEN": TOKEN + "-rotated"}, log_path=tmp_path / "rotated.log").start()
+    try:
+        with rotated.client() as http:
+            assert http.get("/runs", cookies=jar).status_code == 401
+            assert http.get("/runs", headers=bearer(TOKEN + "-rotated")).status_code == 200
+            assert http.get("/runs", cookies=sign_in(http, TOKEN + "-rotated")).status_code == 200
+    finally:
+        rotated.stop()
+
+
+def test_the_eleventh_wrong_token_in_a_minute_is_answered_429_per_forwarded_client(guarded: ServiceProcess) -> None:
+    """The test's requests come from loopback, the trusted proxy: each X-Forwarded-For is a client of its own."""
+    client: dict[str, str] = {"X-Forwarded-For": "198.51.100.7"}
+    neighbour = {"X-Forwarded-For": "198.51.100.8"}
+    with guarded.client() as http:
+        tries = [http.post("/ui/login", data={"token": f"guess-{n}"}, headers=client) for n in range(11)]
+        right = http.post("/ui/login", data={"token": TOKEN}, headers=client)
+        assert http.post("/ui/login", data={"token": TOKEN}, headers=neighbour).status_code == 303
+    assert [t.status_code for t in tries] == [401] * 10 + [429]
+    assert "not the service's API token" in tries[0].text and "Too many wrong tokens" in tries[10].text
+    assert right.status_code == 429 and 50 <= int(right.headers["retry-after"]) <= 60  # the right token too
+    assert "Too many wrong tokens from your address: try again in" in right.text
+
+
+def test_forwarded_headers_from_an_untrusted_address_are_ignored(mongo_server: Any, llm_server: Any,
+                                                                  kotlin_server: Any, kb_server: Any,
+                                                                  data_root: Path, tmp_path: Path) -> None:
+    """Trusting only another proxy: a client cannot pass for https, nor escape the throttle by naming other
+    addresses in X-Forwarded-For."""
+    env = service_env(mongo_url=mongo_server.url, llm_url=llm_server.url, kotlin_url=kotlin_server.url,
+                      kb_url=kb_server.url, data_root=data_root, api_token=TOKEN, forwarded_allow_ips="192.0.2.1")
+    proc = ServiceProcess(env=env, log_path=tmp_path / "untrusted.log").start()
+    try:
+        with proc.client() as http:
+            cookie = http.post("/ui/login", data={"token": TOKEN}, headers={"X-Forwarded-Proto": "https"})
+            assert "; secure" not in cookie.headers["set-cookie"].lower()
+            answers = [http.post("/ui/login", data={"token": f"guess-{n}"},
+                                 headers={"X-Forwarded-For": f"203.0.113.{n}"}).status_code for n in range(11)]
+    finally:
+        proc.stop()
+    assert answers == [401] * 10 + [429]
+
+
+def test_csrf_header_and_session_are_both_needed_for_a_change(guarded: ServiceProcess) -> None:
+    with guarded.client() as http:
+        jar = sign_in(http)
+        assert http.post(f"/cancel/{UNKNOWN}", cookies=jar).status_code == 401
+        assert http.post(f"/cancel/{UNKNOWN}", cookies={"jervis_console": "made-up"},
+                         headers={"X-Jervis-Console": "1"}).status_code == 401
+        assert http.post(f"/cancel/{UNKNOWN}", cookies=jar, headers={"X-Jervis-Console": "1"}).status_code == 404

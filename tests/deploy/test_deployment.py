@@ -7,6 +7,7 @@ import inspect
 from typing import Any
 
 import pytest
+import uvicorn
 from starlette.routing import Match
 from uvicorn.main import main as uvicorn_main
 
@@ -192,6 +193,18 @@ def test_uvicorn_reads_the_bound_on_open_requests_from_the_environment(container
     context = uvicorn_main.make_context("uvicorn", ["app.main:app", "--host", "0.0.0.0", "--port", str(PORT)])
     assert context.params["timeout_graceful_shutdown"] == int(value) == 10
     assert "--timeout-graceful-shutdown" not in (REPO_ROOT / "Dockerfile").read_text(), "a CLI option wins over it"
+
+
+def test_forwarded_headers_are_believed_from_the_configured_proxies_only(config: dict[str, str],
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvicorn reads FORWARDED_ALLOW_IPS from the environment; the image turns proxy headers on, the
+    ConfigMap names whom to believe, never everyone."""
+    value = config["FORWARDED_ALLOW_IPS"]
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", value)
+    context = uvicorn_main.make_context("uvicorn", ["app.main:app", "--proxy-headers"])
+    assert context.params["proxy_headers"] is True and context.params["forwarded_allow_ips"] is None
+    assert uvicorn.Config("app.main:app", proxy_headers=True).forwarded_allow_ips == value  # read when not given
+    assert "*" not in value
 
 
 def test_pod_identity_is_the_pod_name(container: Doc, config: dict[str, str]) -> None:

@@ -94,6 +94,9 @@ def test_runtime_stage(final: list[Instruction]) -> None:
     assert argv[:2] in (["uvicorn", "app.main:app"], ["python", "-m"]) and "app.main:app" in argv
     assert argv[argv.index("--port") + 1] == "8090" and argv[argv.index("--host") + 1] == "0.0.0.0"
     assert "--no-access-log" not in argv
+    # Forwarded headers believed from the configured proxies only, never from anyone
+    assert "--proxy-headers" in argv and "--forwarded-allow-ips" not in argv
+    assert env_of(final)["FORWARDED_ALLOW_IPS"] == "127.0.0.1"
     runs = " ".join(args_of(final, "RUN"))
     assert re.search(r"apt-get install [^&]*\bgit\b", runs), "the workspace manager and local runner run git"
     env = env_of(final)

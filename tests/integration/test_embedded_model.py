@@ -262,6 +262,7 @@ def test_start_serves_a_loopback_api_base_and_keeps_env_settings_out(
         assert pid is not None and pid_alive(pid)
         log = model.log_file.read_text()
         assert "env PORT None" in log and '"--interrupt_requests": "false"' in log
+        assert '"--logits_all": "false"' in log  # its memory does not follow the longest prompt
     deadline = time.monotonic() + 5
     while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -296,7 +296,9 @@ def test_health_reports_dependencies(client) -> None:
     assert {tiers[t]["mode"] for t in ("local_fast", "local_standard", "local_large")} == {"ONLINE"}
     assert tiers["cloud_reasoning"] == {"mode": "OFFLINE", "model": "anthropic/claude-sonnet-4-5",
                                         "provider": "anthropic", "detail": "no API key for anthropic",
+                                        "price": {"source": "litellm", "input_per_mtok": 3.0, "output_per_mtok": 15.0},
                                         "tokens_per_second": None}
+    assert health["warnings"] == []
     assert health["dependencies"]["knowledgebase"]["status"] == "ok"
 
 

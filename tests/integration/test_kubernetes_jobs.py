@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.fixtures.k8s import KILL_GRACE_SECONDS
@@ -97,6 +98,29 @@ def test_cancel_deletes_the_job_and_its_agent(kube_service, cluster, llm, kotlin
     wait_until(lambda: not cluster.processes_alive(name) or None, timeout=KILL_GRACE_SECONDS + 5,
                what="the agent's processes to end")
     assert not (repo / "late.txt").exists()
+
+
+def test_a_cancel_that_cannot_delete_the_job_says_the_agent_may_still_run(kube_service, cluster, llm, kotlin,
+                                                                           workspace) -> None:
+    """The service account may not delete Jobs (403): the delete is retried, then the run's error
+    tells Kotlin that the agent may run on until its deadline instead of ending as if it stopped."""
+    rel, _ = workspace
+    llm.script(*code_task_script(files={"late.txt": "never"}, extra_instructions="@@SLEEP 60"))
+    service = kube_service().start()
+    body = orchestrate_body(workspace_path=rel)
+    with service.client() as client:
+        thread_id = client.post("/orchestrate/stream", json=body).json()["thread_id"]
+        [name] = wait_until(lambda: agent_jobs(cluster, body["task_id"]), what="the agent Job")
+        cluster.wait_for_job(name, "Active")
+        cluster.fail_deletes(100)
+        client.post(f"/cancel/{thread_id}")
+    error = kotlin.wait_for_status(thread_id=thread_id, status="error")["error"]
+
+    assert cluster.refused_deletes == [name] * 3 and name in cluster.jobs()  # retried, and still there
+    assert f"Job agenta {name} se nepodařilo smazat (deleting Job {name} failed: 403 Forbidden): agent může " \
+           "běžet dál až do svého časového limitu" in error
+    metrics = httpx.get(f"{service.url}/metrics", timeout=10).text
+    assert 'jervis_agent_jobs_not_deleted_total{agent="aider"} 1.0' in metrics
 
 
 def test_agent_past_its_deadline_is_retried_then_the_user_is_asked(

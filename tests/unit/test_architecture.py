@@ -14,7 +14,7 @@ APP = REPO / "app"
 
 #: Who may import whom: a package imports its own rank or lower (api → runs → graph → services → base).
 RANK = {
-    "schemas": 0, "config": 0, "agent_settings": 0, "runtime": 0, "observability": 0, "texts": 0,
+    "schemas": 0, "config": 0, "agent_settings": 0, "console_settings": 0, "runtime": 0, "observability": 0, "texts": 0,
     "llm": 1, "agents": 1, "persistence": 1, "clients": 1,
     "graph": 2, "correction": 2, "chat": 2, "kb": 2,
     "runs": 3,
@@ -24,7 +24,8 @@ RANK = {
 }
 #: The terminal client is a program of its own that speaks HTTP to the service; it shares the
 #: wire models and reads approvals the way the service will (so it can say what an answer means).
-CLI_MAY_IMPORT = {"schemas", "config", "agent_settings", "runtime", "observability", "cli", "graph.approval"}
+CLI_MAY_IMPORT = {"schemas", "config", "agent_settings", "console_settings", "runtime", "observability", "cli",
+                  "graph.approval"}
 MAX_LINES = 400
 
 

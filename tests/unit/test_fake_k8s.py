@@ -203,6 +203,22 @@ def test_delete_without_policy_orphans_pod_and_process(k8s: FakeKubernetesApi, k
     k8s.wait_until(lambda: not k8s.processes_alive("orphan") or None, 3, lambda: "the orphan to die")
 
 
+def test_refused_deletes_answer_403_and_keep_the_job_and_its_agent(k8s: FakeKubernetesApi, kube: Kube) -> None:
+    """`fail_deletes(n)`: the next n deletes are refused as RBAC would refuse them; the one after goes through."""
+    create(kube, "kept", command=SLEEP)
+    k8s.wait_for_job("kept", "Active")
+    k8s.fail_deletes(1)
+
+    error = api_error(kube.batch.delete_namespaced_job, "kept", NS, propagation_policy="Background")
+
+    assert error.status == 403 and "Forbidden" in error.body and 'cannot delete resource \\"jobs\\"' in error.body
+    assert k8s.refused_deletes == ["kept"] and k8s.deletes == [] and "kept" in k8s.jobs()
+    assert k8s.processes_alive("kept")
+    kube.batch.delete_namespaced_job("kept", NS, propagation_policy="Background")
+    assert k8s.deletes == [("kept", "Background")]
+    k8s.wait_until(lambda: not k8s.processes_alive("kept") or None, 3, lambda: "the process to die")
+
+
 def test_ttl_after_finished_deletes_job_and_pods(k8s: FakeKubernetesApi, kube: Kube) -> None:
     create(kube, "shortlived", command=["true"], ttl=1)
 

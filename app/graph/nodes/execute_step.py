@@ -196,7 +196,8 @@ def step_files(workspace: Path, step: CodingStep, query: str) -> StepFiles:
     return StepFiles(editable=editable, context=[p for p in step.files if p not in editable], tests=tests)
 
 
-async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> StepResult:
+async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> tuple[StepResult, list[str]]:
+    """The step's result and its report warnings (another program ran it; its agent could not be stopped)."""
     ctx = runtime.context
     task = task_of(state)
     goal_index = state.get("current_goal_index", 0)
@@ -268,9 +269,15 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
             ctx.workspaces.cleanup(workspace)
     count_agent_tokens(agent, result)
     ran = result.program or program
+    t = texts(language)
+    warnings: list[str] = []
     if result.fallback:
-        emit({"type": "warning", "message": texts(language).agent_fallback.format(
-            step=step.index + 1, agent=agent, program=ran, reason=result.fallback)})
+        warnings.append(t.agent_fallback.format(step=step.index + 1, agent=agent, program=ran, reason=result.fallback))
+    if result.not_stopped is not None:  # the runner stopped the attempt but could not delete its Job
+        warnings.append(t.agent_not_stopped.format(job=result.not_stopped.job,
+                                                   error=clip(result.not_stopped.error, 200)))
+    for warning in warnings:
+        emit({"type": "warning", "message": warning})
     if base is None:  # re-attached to an agent an earlier process started: its base is on record
         base = await step_changes.recorded_base(ctx.snapshots, workspace, key)
     findings = "" if step.expects_changes else clip(
@@ -280,13 +287,14 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     # Awaited, not queued: a failed attempt's output is what the reflection reads next.
     await ctx.context_store.save_safely(run_key(state), "agent_result", ContextStore.step_key(goal_index, step.index),
                                         result.summary, detail)
-    summary = texts(run_language(state, ctx.settings)).agent_changed_nothing.format(summary=result.summary) \
-        if result.unchanged else result.summary
+    summary = t.agent_changed_nothing.format(summary=result.summary) if result.unchanged else result.summary
+    if result.not_stopped is not None:
+        summary = f"{summary.rstrip('.')}. {warnings[-1]}"
     return StepResult(step_index=step.index, goal_index=goal_index, success=result.success, summary=summary,
                       agent_type=agent, program=ran if ran != agent else None, fallback=result.fallback,
                       step_type=StepType.CODE, changed_files=result.changed_files,
                       attempt=attempt, revision=step.revision, findings=findings, title=clip(step.instructions, 120),
-                      base_tree=base)
+                      base_tree=base), warnings
 
 
 def count_agent_tokens(agent: str, result: AgentResult) -> None:
@@ -380,10 +388,9 @@ async def execute_step(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
         if not_carried_out:
             updates["warnings"] = not_carried_out
     else:
-        result = await _code(state, runtime, step)
-        if result.fallback:  # the report says which program ran in place of the planned one, and why
-            updates["warnings"] = [texts(run_language(state, runtime.context.settings)).agent_fallback.format(
-                step=result.step_index + 1, agent=result.agent_type, program=result.program, reason=result.fallback)]
+        result, warnings = await _code(state, runtime, step)
+        if warnings:  # the report says which program ran in place of the planned one, and an agent left running
+            updates["warnings"] = warnings
     runtime.context.context_store.save_nowait(
         run_key(state), "step", ContextStore.step_key(result.goal_index, result.step_index), result.summary,
         result.model_dump(mode="json"),

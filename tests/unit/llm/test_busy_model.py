@@ -70,6 +70,7 @@ async def test_health_says_busy_with_what_it_measured_while_the_slot_is_held(llm
             assert time.monotonic() < deadline, online
             await asyncio.sleep(0.05)
         assert online == {"mode": "ONLINE", "model": "openai/test-model", "provider": "local", "detail": "",
+                          "price": {"source": "local", "input_per_mtok": 0.0, "output_per_mtok": 0.0},
                           "tokens_per_second": None}
 
 

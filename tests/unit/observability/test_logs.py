@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from app.config import Settings
-from app.observability.logs import REDACTED, Redactor, build_handler, configure_logging, run_context
+from app.observability.logs import REDACTED, QuietPolls, Redactor, build_handler, configure_logging, run_context
 from app.observability.redaction import secret_values
 
 
@@ -100,13 +100,31 @@ def test_access_log_lines_name_the_run_of_the_request_path(capture) -> None:
     access.setLevel(logging.INFO)
     try:
         access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5", "POST", "/approve/thread-ab-12-c0ffee00", "1.1", 200)
-        access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5", "GET", "/health", "1.1", 200)
+        access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5", "POST", "/orchestrate/stream", "1.1", 200)
     finally:
         access.removeHandler(handler)
         access.setLevel(level)
     run, other = lines(stream)
     assert run["thread_id"] == "thread-ab-12-c0ffee00" and run["task_id"] == "ab-12"
     assert other["thread_id"] is None
+
+
+def test_answered_polls_leave_no_access_line_but_failed_polls_and_commands_do(capture) -> None:
+    _, stream = capture
+    access = logging.getLogger("tests.observability.access")  # its lines reach the captured handler
+    access.filters = [QuietPolls()]
+    line = '%s - "%s %s HTTP/%s" %d'
+    for method, path, status in [("GET", "/status/thread-ab-12-c0ffee00", 200), ("GET", "/health/ready", 200),
+                                 ("GET", "/metrics", 200), ("GET", "/runs?limit=5", 200),
+                                 ("GET", "/status/thread-ab-12-c0ffee00", 404), ("GET", "/health/ready", 503),
+                                 ("POST", "/cancel/thread-ab-12-c0ffee00", 200), ("GET", "/ui", 200)]:
+        access.info(line, "127.0.0.1:5", method, path, "1.1", status)
+    access.info("not an access line")
+    kept = [entry["message"] for entry in lines(stream)]
+    assert kept == ['127.0.0.1:5 - "GET /status/thread-ab-12-c0ffee00 HTTP/1.1" 404',
+                    '127.0.0.1:5 - "GET /health/ready HTTP/1.1" 503',
+                    '127.0.0.1:5 - "POST /cancel/thread-ab-12-c0ffee00 HTTP/1.1" 200',
+                    '127.0.0.1:5 - "GET /ui HTTP/1.1" 200', "not an access line"]
 
 
 def test_settings_name_every_secret_they_hold(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,7 @@ import pytest
 from app.llm.budget import BudgetLimits, BudgetTracker, Usage
 from app.persistence.runs import RunRecord
 from app.runs.lifecycle import RunIdentity, RunOutcome
-from app.runs.status import record_of, run_summary, status_map
+from app.runs.status import EndedStatuses, record_of, run_summary, status_map
 
 USAGE = {"tokens": 1234, "cost_usd": 0.5, "seconds": 12}
 
@@ -112,3 +112,19 @@ def test_runs_list_carries_the_time_per_node_typed() -> None:
     assert [(n.node, n.seconds, n.llm_calls) for n in usage.nodes] == [
         ("intake", 0.05, 0), ("plan_steps", 31.2, 1), ("execute_step", 45.3, 0)]
     assert run_summary(record("running")).usage is None
+
+
+def test_ended_statuses_keep_only_ended_runs_and_the_most_recently_read() -> None:
+    ended = EndedStatuses(capacity=2)
+    done, failed, other = ({"thread_id": name, "status": status}
+                           for name, status in (("a", "done"), ("b", "error"), ("c", "done")))
+    assert ended.keep("w", {"thread_id": "w", "status": "interrupted"})["status"] == "interrupted"
+    ended.keep("r", {"thread_id": "r", "status": "running"})
+    ended.keep("u", {"thread_id": "u", "status": "unknown"})  # may be created by another pod later
+    assert len(ended) == 0 and ended.get("w") is None
+
+    ended.keep("a", done)
+    ended.keep("b", failed)
+    assert ended.get("a") == done  # read: now the most recent
+    ended.keep("c", other)  # over capacity: the least recently read goes
+    assert ended.get("b") is None and ended.get("a") == done and ended.get("c") == other and len(ended) == 2

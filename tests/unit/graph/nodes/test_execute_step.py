@@ -3,10 +3,12 @@ out of it: the step fails with a clear reason and no agent starts; which files t
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from langgraph.runtime import Runtime
 
+from app.agents.base import AgentJob, AgentResult, LogSink, Prepare, StopFailure
 from app.graph.context import RunContext
 from app.graph.nodes.execute_step import execute_step, step_files
 from app.schemas.domain import CodingStep
@@ -32,6 +34,33 @@ async def test_a_code_step_on_a_workspace_with_a_symlink_out_fails_without_start
     assert result["summary"].startswith("Agent aider not started: the workspace has 1 symlink(s) leading outside it")
     assert f"docs -> {outside}" in result["summary"]
     assert list(outside.iterdir()) == [] and not (workspace / ".jervis").exists()  # nothing written, no agent ran
+
+
+class StoppedAgentRunner:
+    """A runner that stopped its agent (a timeout) but could not delete the agent's Job."""
+
+    def program(self, agent_type: str) -> str:
+        return agent_type
+
+    async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
+        return AgentResult(success=False, summary="Agent aider timed out after 60 s",
+                           not_stopped=StopFailure(job="jervis-t1-g0-s0-a1-x", error="deleting Job failed: 403"))
+
+
+async def test_an_agent_that_could_not_be_stopped_is_said_in_the_steps_result_and_the_report(ctx: RunContext) -> None:
+    make_git_repo(ctx.workspaces.root / "clients" / "c1" / "default")
+    state, _ = start("Přidej endpoint /health")
+    step = CodingStep(instructions=file_block("app.py", "x = 1"), files=["app.py"], agent_type="aider")
+    state |= {"goals": [{"id": "1", "title": "Health endpoint"}], "steps": [step.model_dump(mode="json")],
+              "current_goal_index": 0, "current_step_index": 0, "attempt": 1}
+
+    update = await execute_step(state, Runtime(context=dataclasses.replace(ctx, runner=StoppedAgentRunner())))
+
+    said = ("Job agenta jervis-t1-g0-s0-a1-x se nepodařilo smazat (deleting Job failed: 403): agent může běžet dál "
+            "až do svého časového limitu.")  # the run's language (Czech here)
+    [result] = update["step_results"]
+    assert result["success"] is False and result["summary"] == f"Agent aider timed out after 60 s. {said}"
+    assert update["warnings"] == [said]
 
 
 def test_the_agent_edits_the_files_the_words_name_and_reads_the_rest(tmp_path: Path) -> None:
