@@ -200,5 +200,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Everything built so far lives as long as the process (graphs, litellm's tables, the
         # clients): out of the collector's sight, a full collection of the heap no longer stalls
         # the event loop for ~300 ms at a time under load (docs/operations.md, load).
+        gc.collect()  # start-up's garbage first: what is frozen is never freed
         gc.freeze()
         yield
