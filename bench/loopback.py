@@ -23,10 +23,11 @@ class Loopback:
 
 
 @contextlib.contextmanager
-def loopback(work: Path) -> Iterator[Loopback]:
-    """The stack, its MongoDB data under `work`."""
+def loopback(work: Path, kotlin: FakeKotlinServer | None = None) -> Iterator[Loopback]:
+    """The stack, its MongoDB data under `work`; `kotlin` replaces the plain fake Kotlin server
+    (a subclass that also indexes the pushes, bench/pod.py)."""
     with EmbeddedMongo(data_dir=work / "mongo", work_dir=work) as mongo:
-        stack = Loopback(mongo, ScriptedLlmServer(), FakeKotlinServer(), FakeKbServer())
+        stack = Loopback(mongo, ScriptedLlmServer(), kotlin or FakeKotlinServer(), FakeKbServer())
         servers = (stack.llm, stack.kotlin, stack.kb)
         for server in servers:
             server.start()

@@ -180,6 +180,17 @@ def test_a_held_reply_answers_only_once_released(llm: ScriptedLlmServer) -> None
         assert reply.result().json()["message"]["content"] == "held"
 
 
+def test_a_rule_with_a_path_answers_only_requests_to_that_endpoint(llm: ScriptedLlmServer) -> None:
+    """`path` tells a cloud tier's call (Anthropic's /v1/messages) from the local model's with the
+    same prompt; the other endpoints fall through to the next rule."""
+    llm.script(Reply("hello", "cloud", path="/v1/messages", name="cloud"), Reply("hello", "local", name="local"))
+    assert _ollama_chat(llm, "hello") == "local"
+    cloud = httpx.post(llm.url + "/v1/messages", json={
+        "model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hello"}]}).json()
+    assert cloud["content"] == [{"type": "text", "text": "cloud"}]
+    assert [(r.path, r.matched) for r in llm.requests] == [("/api/chat", "local"), ("/v1/messages", "cloud")]
+
+
 def test_generate_and_discovery_endpoints(llm: ScriptedLlmServer) -> None:
     """The cheap Ollama/OpenAI side endpoints answer in their native shapes."""
     llm.script(Reply("sky", "blue", chunk_size=2))
