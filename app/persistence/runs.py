@@ -63,6 +63,10 @@ class RunRecord(BaseModel):
     updated_at: float
 
 
+#: What reads leave out but recovery's: the stored request (up to a megabyte) only a restart needs,
+#: not /status, a list, an answer or an announcement.
+WITHOUT_REQUEST = {"pending": 0}
+
 # Fields update() may change: identity and timestamps are managed by the store.
 _UPDATABLE = frozenset(RunRecord.model_fields) - {"thread_id", "created_at", "updated_at"}
 
@@ -171,11 +175,12 @@ class RunStore:
         return {name: getattr(validated, name) for name in fields}
 
     async def get(self, thread_id: str) -> RunRecord | None:
-        doc = await self._collection.find_one({"_id": thread_id})
+        """The run without its stored request (`pending`: read by recovery's `list_by_status` only)."""
+        doc = await self._collection.find_one({"_id": thread_id}, WITHOUT_REQUEST)
         return _record(doc) if doc is not None else None
 
     async def list_by_status(self, status: RunStatus) -> list[RunRecord]:
-        """Runs in one status, oldest first."""
+        """Runs in one status, oldest first, with their stored requests (recovery restarts from them)."""
         records = [_record(doc) async for doc in self._collection.find({"status": status})]
         return sorted(records, key=lambda record: record.created_at)
 
@@ -183,7 +188,7 @@ class RunStore:
         """Ended runs whose status push was never stored (a crash between the two writes), last
         written before ``updated_before`` (a pod announcing right now is left to finish)."""
         cursor = self._collection.find({"announced": False, "updated_at": {"$lt": updated_before},
-                                        "status": {"$in": ["done", "error", "interrupted"]}})
+                                        "status": {"$in": ["done", "error", "interrupted"]}}, WITHOUT_REQUEST)
         return [_record(doc) async for doc in cursor]
 
     async def mark_announced(self, thread_ids: list[str]) -> None:
@@ -197,8 +202,7 @@ class RunStore:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         query = {"status": status} if status else {}
-        # A list shows no stored request (up to a megabyte each).
-        cursor = self._collection.find(query, {"pending": 0}).sort([("updated_at", -1), ("_id", -1)]).limit(limit)
+        cursor = self._collection.find(query, WITHOUT_REQUEST).sort([("updated_at", -1), ("_id", -1)]).limit(limit)
         return [_record(doc) async for doc in cursor]
 
 

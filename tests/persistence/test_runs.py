@@ -43,6 +43,17 @@ async def test_create_then_get_round_trips_the_record(runs: RunStore, mongo_db: 
     assert (await mongo_db[COLLECTION_NAME].find_one({"_id": "thread-1"})) is not None
 
 
+async def test_only_recovery_reads_the_stored_request(runs: RunStore) -> None:
+    """`pending` (the request, up to a megabyte) is read by recovery's list only, not by /status or a list."""
+    await runs.create(record(pending={"query": "x" * 10_000}, pod_id="pod-a"))
+    [running] = await runs.list_by_status("running")
+    assert running.pending == {"query": "x" * 10_000}
+    got = await runs.get("thread-1")
+    assert got is not None and got.pending is None and got.pod_id == "pod-a"
+    [listed] = await runs.recent(10)
+    assert listed.pending is None
+
+
 async def test_create_again_keeps_the_first_created_at(runs: RunStore) -> None:
     await runs.create(record(created_at=100.0))
     await runs.create(record(status="done", created_at=500.0, summary="again"))
