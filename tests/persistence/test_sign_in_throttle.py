@@ -2,47 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 
 from app.persistence.sign_in_throttle import SignInThrottle, client_key
-from tests.support import new_task_id
+from tests.support import FakeClock
 
 CLIENT = "192.0.2.7"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_015.0
-
-    def __call__(self) -> float:
-        return self.now
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(1_800_000_015.0)
 
 
 @pytest.fixture
-async def db(mongo_server: Any) -> AsyncIterator[Any]:
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_server.url)
-    yield client[f"throttle_{new_task_id()[:10]}"]
-    await client.close()
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def throttle(db: Any, clock: Clock) -> SignInThrottle:
-    made = SignInThrottle(db["attempts"], attempts=10, clock=clock)
+async def throttle(mongo_db: Any, clock: FakeClock) -> SignInThrottle:
+    made = SignInThrottle(mongo_db["attempts"], attempts=10, clock=clock)
     await made.setup()
     return made
 
 
 async def test_the_eleventh_try_within_a_minute_is_refused_until_the_first_wrong_one_is_a_minute_old(
-        throttle: SignInThrottle, clock: Clock) -> None:
+        throttle: SignInThrottle, clock: FakeClock) -> None:
     for _ in range(10):
         assert await throttle.refused_for(CLIENT) is None
         await throttle.wrong(CLIENT)
@@ -57,7 +40,7 @@ async def test_the_eleventh_try_within_a_minute_is_refused_until_the_first_wrong
     assert await throttle.refused_for(CLIENT) == 3
 
 
-async def test_a_clock_minute_boundary_does_not_reset_the_count(throttle: SignInThrottle, clock: Clock) -> None:
+async def test_a_clock_minute_boundary_does_not_reset_the_count(throttle: SignInThrottle, clock: FakeClock) -> None:
     clock.now = 1_800_000_055.0  # 5 s before a full minute
     for _ in range(10):
         await throttle.wrong(CLIENT)
@@ -65,19 +48,19 @@ async def test_a_clock_minute_boundary_does_not_reset_the_count(throttle: SignIn
     assert await throttle.refused_for(CLIENT) == 50
 
 
-async def test_the_count_is_shared_by_every_replica(db: Any, throttle: SignInThrottle, clock: Clock) -> None:
-    other_pod = SignInThrottle(db["attempts"], attempts=10, clock=clock)
+async def test_the_count_is_shared_by_every_replica(mongo_db: Any, throttle: SignInThrottle, clock: FakeClock) -> None:
+    other_pod = SignInThrottle(mongo_db["attempts"], attempts=10, clock=clock)
     for n in range(10):
         await (throttle if n % 2 else other_pod).wrong(CLIENT)
     assert await throttle.refused_for(CLIENT) is not None and await other_pod.refused_for(CLIENT) is not None
-    assert len((await db["attempts"].find_one({}))["failures"]) == 10  # bounded: the last `attempts` only
+    assert len((await mongo_db["attempts"].find_one({}))["failures"]) == 10  # bounded: the last `attempts` only
 
 
-async def test_old_attempts_are_swept(db: Any, throttle: SignInThrottle, clock: Clock) -> None:
+async def test_old_attempts_are_swept(mongo_db: Any, throttle: SignInThrottle, clock: FakeClock) -> None:
     await throttle.wrong(CLIENT)
     clock.now += 61
     await throttle.wrong("192.0.2.8")
-    assert [doc["_id"] async for doc in db["attempts"].find({})] == ["192.0.2.8"]
+    assert [doc["_id"] async for doc in mongo_db["attempts"].find({})] == ["192.0.2.8"]
 
 
 def test_a_client_is_its_address_and_an_ipv6_client_its_64() -> None:
