@@ -91,8 +91,8 @@ def approval_body(text: str, *, clarification: bool) -> dict[str, Any]:
 
 def is_rejection(text: str) -> bool:
     """Whether the service will read a gate answer as "no": its own deterministic reading of the
-    words ("ano, ale ne do mastera" approves with a condition, "neschvaluji" refuses), else
-    Kotlin's flag with the refusal check (what it falls back to without an LLM)."""
+    words ("ano, ale ne do mastera" approves with a condition, "neschvaluji" refuses), else an
+    explicit yes among them (what it falls back to without an LLM; never Kotlin's flag alone)."""
     decision = {"approved": kotlin_approved(text), "modification": None, "reason": text}
     read = interpret_approval(decision)
     return not (read.approved if read is not None else is_approved(decision))

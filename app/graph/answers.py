@@ -1,7 +1,7 @@
 """The user's answers to gates and recovery questions, read deterministically first and by the
 LLM only when the words alone do not say it. A failed or unreachable LLM never turns an answer
-into something the user did not say: approvals fall back to Kotlin's flag with the refusal check,
-recovery answers to "retry, with these words as the hint"."""
+into something the user did not say: approvals fall back to an explicit yes among the words
+(never to Kotlin's flag, which "yesterday" sets), recovery answers to "retry, with these words as the hint"."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ async def read_approval(llm: Llm, decision: Any, *, question: str) -> ApprovalDe
         return await llm.complete_json(prompts.interpret_approval(question=question, answer=words), ApprovalDecision,
                                        max_tokens=prompts.Cap.INTERPRET)
     except (LlmError, BudgetExceededError) as exc:
-        log.warning("could not interpret the approval answer with the LLM (%s): using the flag", exc)
+        log.warning("could not interpret the approval answer with the LLM (%s): only an explicit yes approves", exc)
         sent = decision.get("modification") if isinstance(decision, dict) else None
         approved = is_approved(decision)  # a refusal keeps its words as the reason (a replan reads them)
         return ApprovalDecision(approved=approved, modification=sent or None,

@@ -1,8 +1,10 @@
 """Reading the user's answer to an interrupt (spec §13).
 
 Kotlin marks an approval as approved when the text merely *contains* "ano", "yes", "approve"
-or "schval", so "neschvaluji" arrives as `approved: true`. A reason that is clearly a refusal
-therefore wins over the flag.
+or "schval", so "neschvaluji" and "What did you do yesterday?" both arrive as `approved: true`.
+The flag therefore says nothing the words do not: when the user wrote something, only the words
+decide, and a gate takes no yes it was not given. The flag counts only when no text came with it
+(a button in a client that sends none).
 
 Answers also carry conditions: "ano, ale ne do mastera" approves with a branch constraint,
 "ano, ale přidej testy" approves with an added step, "ne, udělej to bez nové závislosti"
@@ -45,11 +47,33 @@ def is_refusal(reason: str | None) -> bool:
     return _REFUSAL.search(text) is not None
 
 
+#: An explicit yes written as a word of its own anywhere in the answer ("vypadá to dobře, schvaluji").
+_YES_WORD = re.compile(r"\b(?:ano|yes|approve[ds]?|approving|schval\w*|souhlas\w*|potvrzuj\w*|lgtm)\b")
+
+
+def says_yes(text: str) -> bool:
+    """True when the words themselves approve: a yes word of its own ("yesterday" is none) and no refusal."""
+    folded = _NOT_REFUSALS.sub(" ", fold(text))
+    return _YES_WORD.search(folded) is not None and _REFUSAL.search(folded) is None
+
+
 def is_approved(decision: Any) -> bool:
-    """The resume value of an approval interrupt, read defensively."""
+    """Whether an approval's resume value says yes, read without an LLM: the words at their head
+    (`interpret_approval`), else an explicit yes word among them; Kotlin's flag only when no words
+    came with it."""
     if not isinstance(decision, dict):
-        return bool(decision) and not is_refusal(str(decision))
-    return bool(decision.get("approved")) and not is_refusal(decision.get("reason"))
+        decision = _as_decision(decision)
+    read = interpret_approval(decision)
+    if read is not None:
+        return read.approved
+    return says_yes(str(decision.get("reason") or ""))
+
+
+def _as_decision(value: Any) -> dict[str, Any]:
+    """A bare resume value (a bool from a test or an old client, or text) as Kotlin's three keys."""
+    if isinstance(value, bool) or value is None:
+        return {"approved": bool(value), "reason": None, "modification": None}
+    return {"approved": True, "reason": str(value), "modification": None}
 
 
 def answer_text(decision: Any) -> str:
@@ -101,7 +125,7 @@ def interpret_approval(decision: Any) -> ApprovalDecision | None:
     words say neither yes nor no at their head (the caller asks the LLM, then falls back to
     `is_approved`)."""
     if not isinstance(decision, dict):
-        decision = {"approved": bool(decision), "reason": None if isinstance(decision, bool) else str(decision or "")}
+        decision = _as_decision(decision)
     flag = bool(decision.get("approved"))
     reason = str(decision.get("reason") or "").strip()
     sent = str(decision.get("modification") or "").strip() or None  # Kotlin may send one: honoured
@@ -127,8 +151,21 @@ def interpret_approval(decision: Any) -> ApprovalDecision | None:
     head = text[:head_end] if head_end is not None else text
     if is_refusal(head):
         tail = reason[origin[offset + head_end]:] if head_end is not None else ""
-        return ApprovalDecision(approved=False, reason=_clean_tail(tail), modification=sent)
+        return ApprovalDecision(approved=False, reason=_reason_beyond_no(_clean_tail(tail)), modification=sent)
     return None
+
+
+#: Words that only point back at what was asked ("don't do it", "nedělej to, prosím").
+_FILLER = re.compile(r"\b(?:it|that|this|do|please|now|thanks|thank\s+you|to|ho|je|tohle|toto|prosim|dekuji|diky)\b")
+
+
+def _reason_beyond_no(tail: str | None) -> str | None:
+    """The refusal's reason, or None when the tail only repeats the no ("no, don't"): a plan gate
+    replans on a reason, so a repeated no must not become one."""
+    if not tail:
+        return None
+    rest = _FILLER.sub(" ", _REFUSAL.sub(" ", _NOT_REFUSALS.sub(" ", fold(tail))))
+    return tail if re.search(r"\w", rest) else None
 
 
 ModificationKind = Literal["branch", "add_step", "constraint"]

@@ -121,16 +121,6 @@ def reading(node: str, behaviour: dict[str, Any]) -> Reply:
     return Reply(match=node_marker(node), name=node, **behaviour)
 
 
-#: Known product bugs these cases expose (stop 37's note): strict, so the fix turns them red until the mark goes.
-KOTLIN_FLAG_TRUSTED = pytest.mark.xfail(strict=True, reason=(
-    "bug: an answer with no yes or no at its head falls back to Kotlin's approval flag, which is set by 'yes' "
-    "anywhere in the text ('yesterday'): app/graph/approval.py is_approved, app/graph/answers.py, "
-    "app/graph/llm_gate.py, app/runs/manager.py"))
-REFUSAL_REPEAT_AS_REASON = pytest.mark.xfail(strict=True, reason=(
-    "bug: 'no, don't' to an epic plan takes \"don't\" as the refusal's reason and replans "
-    "(app/graph/approval.py, app/graph/nodes/approve_plan.py)"))
-
-
 def case(answer: str, behaviour: str, ending: str, *marks: Any) -> Any:
     """One answer, the LLM's reading of it (unused when the words alone say it) and the ending."""
     return pytest.param(ANSWERS[answer], behaviour, ending, id=f"{answer}-{behaviour}-{ending}", marks=marks)
@@ -420,7 +410,7 @@ def test_free_text_answer_to_a_recovery_question_brings_the_action_it_reads_as(
 PLAN_CASES = [
     case("yes-cs", "refuse", "carried-out"),
     case("no-cs", "approve", "rejected"),
-    case("no-en", "approve", "rejected", REFUSAL_REPEAT_AS_REASON),  # "don't" repeats the no: no reason to replan
+    case("no-en", "approve", "rejected"),  # "don't" repeats the no: no reason to replan
     case("en", "approve", "carried-out"),
     case("en", "refuse", "rejected"),
     case("en", "approve-with-the-answer-as-condition", "carried-out"),
@@ -432,7 +422,7 @@ PLAN_CASES = [
     case("empty", "approve", "rejected"),
     case("unrelated-en", "unknown-value", "asked-again"),
     case("unrelated-cs", "refuse", "rejected"),
-    case("unrelated-yes", "http-500", "asked-again", KOTLIN_FLAG_TRUSTED),  # "yes" in "yesterday" is no yes
+    case("unrelated-yes", "http-500", "asked-again"),  # "yes" in "yesterday" is no yes
 ]
 
 
@@ -489,13 +479,13 @@ COMMIT_CASES = [
     case("no-en", "approve", "not-committed"),
     case("en", "approve", "committed"),
     case("en", "refuse", "not-committed"),
-    case("en", "not-json", "not-committed"),  # unreadable: Kotlin's flag, which is no
+    case("en", "not-json", "not-committed"),  # unreadable: no yes among the words
     case("en", "http-500", "not-committed"),
     case("cs", "approve", "committed"),
     case("empty", "approve", "not-committed"),
     case("unrelated-en", "unknown-value", "not-committed"),
     case("unrelated-cs", "http-500", "not-committed"),
-    case("unrelated-yes", "http-500", "not-committed", KOTLIN_FLAG_TRUSTED),  # Kotlin's flag says yes, the words no
+    case("unrelated-yes", "http-500", "not-committed"),  # Kotlin's flag says yes ("yesterday"), the words do not
 ]
 
 
@@ -562,10 +552,9 @@ def test_free_text_answer_to_the_push_question_pushes_only_what_was_approved(
 # ------------------------------------------------------------------------------ 6. budget and cloud approvals
 #: The scripted server's Anthropic endpoint: the cloud tier's calls.
 CLOUD = "/v1/messages"
-#: These gates read Kotlin's flag with the refusal check, no LLM: only a yes goes on.
+#: These gates read the words without an LLM: only a yes they give goes on (Kotlin's flag counts only without words).
 MONEY_CASES = [
-    pytest.param(ANSWERS[key], expected, id=f"{key}-{expected}",
-                 marks=(KOTLIN_FLAG_TRUSTED,) if key == "unrelated-yes" else ())
+    pytest.param(ANSWERS[key], expected, id=f"{key}-{expected}")
     for key, expected in (("yes-cs", "goes-on"), ("yes-en", "goes-on"), ("no-en", "stops"), ("en", "stops"),
                           ("cs", "stops"), ("empty", "stops"), ("unrelated-en", "stops"), ("unrelated-cs", "stops"),
                           ("unrelated-yes", "stops"))

@@ -41,19 +41,28 @@ def test_is_refusal_is_true_when_negation_uses_a_typographic_apostrophe(phrase: 
         ({"approved": True, "reason": "neschvaluji"}, False),  # Kotlin's substring test says "schval" → true
         ({"approved": True, "reason": "ano, commitni to"}, True),
         ({"approved": True, "reason": None, "modification": None}, True),
-        ({"approved": False, "reason": "ano"}, False),
+        ({"approved": False, "reason": "ano"}, True),  # the words decide, not the flag
         ({"approved": False, "reason": None}, False),
-        ({"reason": "ano"}, False),
+        ({"reason": "ano"}, True),
+        ({"approved": True, "reason": "What did you do yesterday?"}, False),  # Kotlin: "yes" in "yesterday"
+        ({"approved": True, "reason": "Jaké je počasí?"}, False),
+        ({"approved": True, "reason": "Vypadá to dobře, schvaluji."}, True),  # an explicit yes word, not at the head
+        ({"approved": True, "reason": "Looks fine, I approve it"}, True),
+        ({"approved": True, "reason": "Why would I approve this? Don't."}, False),
+        ({"approved": True, "reason": "   "}, True),  # no words: the flag is all there is
         (True, True),
         (False, False),
         ("ano", True),
         ("ne", False),
+        ("What did you do yesterday?", False),
         (None, False),
     ],
-    ids=["refusal-text-wins-over-flag", "approved", "approved-without-text", "flag-false", "flag-false-no-text",
-         "flag-missing", "bare-true", "bare-false", "bare-yes-text", "bare-no-text", "none"],
+    ids=["refusal-text-wins-over-flag", "approved", "approved-without-text", "words-yes-flag-false",
+         "flag-false-no-text", "flag-missing", "yesterday-is-no-yes", "unrelated-czech", "explicit-yes-word-czech",
+         "explicit-yes-word-english", "yes-word-with-refusal", "blank-text-flag", "bare-true", "bare-false",
+         "bare-yes-text", "bare-no-text", "bare-unrelated-text", "none"],
 )
-def test_is_approved_needs_the_flag_and_no_refusal_in_the_text(decision: Any, expected: bool) -> None:
+def test_is_approved_takes_only_a_yes_the_words_give_and_the_flag_only_without_words(decision: Any, expected: bool) -> None:
     assert is_approved(decision) is expected
 
 
@@ -100,6 +109,9 @@ def _no(reason: str | None = None) -> ApprovalDecision:
         ({"approved": True, "reason": "yes but not to master"}, _yes("not to master")),
         ({"approved": False, "reason": "no, do it without the new dependency"},
          _no("do it without the new dependency")),
+        ({"approved": True, "reason": "no, don't"}, _no()),  # the tail only repeats the no: no reason to replan
+        ({"approved": False, "reason": "Ne, nedělej to, prosím"}, _no()),
+        ({"approved": False, "reason": "no, don't use requests"}, _no("don't use requests")),
         ({"approved": True, "reason": ""}, _yes()),
         ({"approved": False, "reason": None}, _no()),
         ({"approved": True, "reason": "", "modification": "jen backend"}, _yes("jen backend")),
@@ -112,7 +124,7 @@ def _no(reason: str | None = None) -> ApprovalDecision:
     ],
     ids=["yes-but-branch", "yes-but-add-step", "no-with-reason", "yes-restated", "ano", "schvaluji",
          "ok-flag-false", "jo-flag-false", "neschvaluji-flag-true", "ne", "nechci", "english-yes-but",
-         "english-no-with-reason", "empty-reason-flag-true", "no-reason-flag-false", "kotlin-modification",
+         "english-no-with-reason", "no-dont", "ne-nedelej-to", "no-dont-with-reason", "empty-reason-flag-true", "no-reason-flag-false", "kotlin-modification",
          "kotlin-modification-with-yes", "bare-true", "bare-false", "bare-text-yes", "bare-text-no", "none"],
 )
 def test_interpret_approval_reads_yes_or_no_and_the_condition_when_the_head_says_it(
