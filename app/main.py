@@ -11,7 +11,7 @@ import functools
 
 from fastapi import FastAPI
 
-from app.api.auth import ApiTokenMiddleware, configured_token, console_sessions
+from app.api.auth import ApiTokenMiddleware, configured_token, console_store
 from app.api.errors import register_error_handlers
 from app.api.limits import RequestLimits, RequestLimitsMiddleware
 from app.api.router import api_router
@@ -27,7 +27,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.add_middleware(RequestLimitsMiddleware, limits=RequestLimits.from_settings(settings))
     register_error_handlers(app)
-    app.add_middleware(ApiTokenMiddleware, token=configured_token, sessions=console_sessions)
+    app.add_middleware(ApiTokenMiddleware, token=configured_token, console=console_store)
     app.include_router(api_router)
     return app
 

@@ -44,9 +44,10 @@ def test_every_route_but_the_probes_answers_401_without_the_token(guarded: Servi
         routes = {(method, path) for path, item in schema["paths"].items() for method in item}
         assert ("get", "/stream/{thread_id}") in routes and ("post", "/orchestrate/stream") in routes
         refused = {}
-        for method, path in sorted(routes - OPEN):
+        for n, (method, path) in enumerate(sorted(routes - OPEN)):
             url = path.replace("{thread_id}", UNKNOWN)
-            for headers in ({}, bearer("wrong-token"), {"Authorization": f"Basic {TOKEN}"}):
+            client = {"X-Forwarded-For": f"198.18.0.{n}"}  # one wrong token per client: none throttled
+            for headers in ({}, bearer("wrong-token") | client, {"Authorization": f"Basic {TOKEN}"}):
                 response = http.request(method.upper(), url, headers=headers)
                 refused[(method, path, headers.get("Authorization", "")[:5])] = response.status_code
             assert http.request(method.upper(), url, headers=bearer()).status_code != 401, (method, path)
@@ -178,6 +179,26 @@ def test_the_eleventh_wrong_token_in_a_minute_is_answered_429_per_forwarded_clie
     assert "not the service's API token" in tries[0].text and "Too many wrong tokens" in tries[10].text
     assert right.status_code == 429 and 50 <= int(right.headers["retry-after"]) <= 60  # the right token too
     assert "Too many wrong tokens from your address: try again in" in right.text
+
+
+def test_the_eleventh_wrong_bearer_token_in_a_minute_is_answered_429_and_then_the_right_one_too(
+        guarded: ServiceProcess) -> None:
+    """The API's bearer tokens count against the console's throttle: a guesser gets ten tries a minute,
+    then nothing, not even a right guess; a neighbour is not affected."""
+    client = {"X-Forwarded-For": "198.51.100.21"}
+    neighbour = {"X-Forwarded-For": "198.51.100.22"}
+    with guarded.client() as http:
+        tries = [http.get("/runs", headers=bearer(f"guess-{n}") | client) for n in range(11)]
+        right = http.get("/runs", headers=bearer() | client)
+        agent_key = http.post("/v1/messages", headers={"x-api-key": "guess"} | client, json={})
+        login = http.post("/ui/login", data={"token": TOKEN}, headers=client)
+        other = http.get("/runs", headers=bearer() | neighbour)
+    assert [t.status_code for t in tries] == [401] * 10 + [429]
+    assert "Too many wrong API tokens from your address" in tries[10].json()["detail"]
+    assert right.status_code == 429 and 50 <= int(right.headers["retry-after"]) <= 60  # the right token too
+    assert agent_key.status_code == 429  # the agents' key is a token like any other
+    assert login.status_code == 429  # one count per client, whichever door the guesses came through
+    assert other.status_code == 200
 
 
 def test_forwarded_headers_from_an_untrusted_address_are_ignored(mongo_server: Any, llm_server: Any,
