@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -39,7 +40,7 @@ def _untyped(value: dict[str, str], saver: BaseCheckpointSaver[Any]) -> Any:
     return saver.serde.loads_typed((value["type"], base64.b64decode(value["data"])))
 
 
-async def dump(saver: BaseCheckpointSaver[Any], config: dict[str, Any]) -> dict[str, Any]:
+async def dump(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> dict[str, Any]:
     """Every checkpoint of the thread, oldest first, with its pending writes, serialized."""
     found = [item async for item in saver.alist(config)][::-1]
     return {"thread_id": config["configurable"]["thread_id"], "checkpoints": [{
@@ -50,12 +51,12 @@ async def dump(saver: BaseCheckpointSaver[Any], config: dict[str, Any]) -> dict[
     } for item in found]}
 
 
-async def load(saved: dict[str, Any], saver: BaseCheckpointSaver[Any]) -> dict[str, Any]:
+async def load(saved: dict[str, Any], saver: BaseCheckpointSaver[Any]) -> RunnableConfig:
     """The thread put back into `saver` through its public API; the config to resume it with."""
-    config: dict[str, Any] = {}
     for item in saved["checkpoints"]:
         checkpoint = _untyped(item["checkpoint"], saver)
-        parent = item["parent"] or {"configurable": {"thread_id": saved["thread_id"], "checkpoint_ns": ""}}
+        parent = RunnableConfig(configurable=(item["parent"] or {}).get("configurable")
+                                or {"thread_id": saved["thread_id"], "checkpoint_ns": ""})
         config = await saver.aput(parent, checkpoint, _untyped(item["metadata"], saver),
                                   checkpoint["channel_versions"])
         by_task: dict[str, list[tuple[str, Any]]] = {}
@@ -63,11 +64,17 @@ async def load(saved: dict[str, Any], saver: BaseCheckpointSaver[Any]) -> dict[s
             by_task.setdefault(write["task_id"], []).append((write["channel"], _untyped(write["value"], saver)))
         for task_id, writes in by_task.items():
             await saver.aput_writes(config, writes, task_id)
-    return {"configurable": {"thread_id": saved["thread_id"]}, "recursion_limit": 150}
+    return RunnableConfig(configurable={"thread_id": saved["thread_id"]}, recursion_limit=150)
 
 
 def saved_thread(name: str) -> dict[str, Any]:
-    return json.loads((SAVED / f"{name}.json").read_text())
+    saved: dict[str, Any] = json.loads((SAVED / f"{name}.json").read_text())
+    return saved
+
+
+def fresh_graph() -> tuple[Any, InMemorySaver]:
+    saver = InMemorySaver()
+    return build_graph().compile(checkpointer=saver), saver
 
 
 def epic_script() -> list[Reply]:
@@ -86,8 +93,8 @@ async def test_a_code_run_saved_at_the_commit_question_commits_when_approved(ctx
     repo = make_git_repo(tmp_path / WORKSPACE)
     (repo / CHANGED).parent.mkdir(parents=True, exist_ok=True)
     (repo / CHANGED).write_text(saved["agent_wrote"])  # what the agent left before the question
-    graph = build_graph().compile(checkpointer=InMemorySaver())
-    config = await load(saved, graph.checkpointer)
+    graph, saver = fresh_graph()
+    config = await load(saved, saver)
     before = await graph.aget_state(config)
     assert before.interrupts and before.interrupts[0].value["action"] == "commit"
 
@@ -107,8 +114,8 @@ async def test_a_code_run_saved_at_the_commit_question_commits_when_approved(ctx
 async def test_an_epic_saved_at_its_plan_question_runs_its_goal_when_approved(ctx: RunContext, llm: Any) -> None:
     saved = saved_thread("epic_plan")
     llm.script(*epic_script())
-    graph = build_graph().compile(checkpointer=InMemorySaver())
-    config = await load(saved, graph.checkpointer)
+    graph, saver = fresh_graph()
+    config = await load(saved, saver)
     assert (await graph.aget_state(config)).interrupts[0].value["action"] == "epic_plan"
 
     await graph.ainvoke(Command(resume={"approved": True, "reason": "ano", "modification": None}), config,
