@@ -165,6 +165,12 @@ class Settings(AgentSettings, ConsoleSettings):
     restarted container keeps it."""
     recovery_interval_seconds: float = 30.0
     """How often a pod looks for runs orphaned by a dead pod and adopts them."""
+    checkpoint_retention_days: float = Field(default=30.0, ge=0)
+    """The checkpoints of a run that ended (done or error) are deleted this long after its end (its run record stays:
+    /status and the run list answer as before, its detail page shows the record only); 0 keeps them forever. As
+    long as the context store keeps a run's entries (30 days)."""
+    checkpoint_retention_sweep_seconds: float = Field(default=3600.0, gt=0)
+    """How often a pod deletes the checkpoints past `CHECKPOINT_RETENTION_DAYS` (at most 200 runs a sweep)."""
     shutdown_grace_seconds: float = 20.0
     """On SIGTERM, running nodes get this long to finish; then the run is suspended (its agent Job left running) and
     continued from its last checkpoint by another pod, or this one after its restart, which re-attaches to the Job."""
@@ -255,6 +261,9 @@ class Settings(AgentSettings, ConsoleSettings):
     client that missed them gets a `gap` event."""
     stream_hub_bytes: int = Field(default=64 << 20, ge=4096)
     """Bytes of events kept for all threads together (64 MiB); past it the oldest events of any thread go first."""
+    stream_hub_threads: int = Field(default=500, ge=1)
+    """Threads whose event logs are kept for replay (500); past it the least recently active idle thread's log goes
+    (a client of a forgotten thread is told `gap` and reads `/status`)."""
     stream_event_bytes: int = Field(default=64 << 10, ge=1024)
     """Largest single SSE event (64 KiB): a bigger one has its long texts cut (`"truncated": true`) instead of
     pushing everything else out."""

@@ -56,6 +56,7 @@ from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver
 from app.runs.manager import RunManager
 from app.runs.recovery import RecoveryService
+from app.runs.retention import CheckpointRetention
 from app.runs.views import RunViews
 from app.runtime.pod_identity import claim_pod_identity
 
@@ -154,6 +155,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         )
         graph = build_graph().compile(checkpointer=checkpointer)
         events = EventHub(capacity=settings.stream_buffer_events, thread_bytes=settings.stream_buffer_bytes,
+                          max_threads=settings.stream_hub_threads,
                           max_bytes=settings.stream_hub_bytes, event_bytes=settings.stream_event_bytes, redact=redact)
         driver = RunDriver(graph, context, kotlin, metrics, outage)
         admission = Admission(lock, slots=settings.max_concurrent_orchestrations)
@@ -182,6 +184,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                                    interval_seconds=settings.recovery_interval_seconds)
         await recovery.start()
         stack.push_async_callback(recovery.stop)  # stopped before the manager shuts down
+        if settings.checkpoint_retention_days > 0:
+            retention = CheckpointRetention(runs=run_store, checkpoints=checkpointer,
+                                            keep_seconds=settings.checkpoint_retention_days * 86400,
+                                            interval_seconds=settings.checkpoint_retention_sweep_seconds)
+            await retention.start()
+            stack.push_async_callback(retention.stop)
         health = HealthChecker(settings=settings, mongo=mongo, http=http, kb=kb, runs=manager, llm=llm_health)
         correction = CorrectionService(
             llm=llm, store=RuleStore(kb), progress_sink=kotlin,

@@ -1,7 +1,8 @@
 """Soak: many runs end to end through one pod, sampling what could grow. Prints a table and a
 verdict per series; asserts nothing.
 
-    .venv/bin/python -m bench.soak [--runs 300] [--every 25] [--kinds advice,code,approval]
+    .venv/bin/python -m bench.soak [--runs 300] [--every 25] [--kinds advice,code,approval] [--hub-threads 100]
+                                   [--retention-seconds 30]
 
 One pod (bench/pod.py: a plain `python -m uvicorn` process, nx-27017, the scripted LLM answering
 at once, the scripted agent, one slot). Runs go one after another, cycling through `--kinds`
@@ -16,8 +17,15 @@ the pod holds for it). Every `--every` runs, and after the last, it samples:
   * the outbox collection (every document: pending ones and the delivered tombstones kept until
     `purge_at`), the run records and checkpoints (kept by design; TTL);
   * event logs the pod holds (`/stream/{id}` answers 200, not 404) and their bytes: /metrics has
-    no gauge of the event hub (app/runs/events.py EventHub.bytes), so it is read this way;
+    no gauge of the event hub (app/runs/events.py EventHub.bytes), so it is read this way. The pod
+    keeps the logs of its last `STREAM_HUB_THREADS` threads (500 in production); the soak sets
+    100 (`--hub-threads`), so that its runs pass the bound and show the plateau;
   * nx-27017's resident memory (the stand-in's, not the service's);
+  * checkpoints: nx-27017 answers every filtered query by scanning the whole collection (its
+    array-matching clause keeps SQLite off its indexes), so a run's cost grows with the
+    checkpoints kept; MongoDB's indexes do not. The pod deletes those of runs ended more than
+    `--retention-seconds` ago (CHECKPOINT_RETENTION_DAYS, 30 days in production; swept every 10 s
+    here): 0 keeps them all, to see that growth;
   * per run since the previous sample: the mean wall time from dispatch to the terminal push, and
     the CPU the service and nx-27017 spent (a run that gets slower as runs accumulate shows here).
 The verdict is the least-squares slope over the last two thirds of the samples, per 100 runs.
@@ -65,8 +73,8 @@ SERIES = (
     Series("outbox_docs", "outbox docs", 0.5,
            "delivered status pushes stay as tombstones until purge_at (OUTBOX_STATUS_EXPIRY_SECONDS + retention)"),
     Series("records", "run records", 0.5, "one per run (kept)"),
-    Series("checkpoints", "checkpoints", 0.5, "a run's checkpoints are kept (TTL)"),
-    Series("streams_held", "streams held", 0.5, "EventHub keeps the logs of the last 500 threads (max_threads)"),
+    Series("checkpoints", "checkpoints", 0.5, "kept: --retention-seconds 0"),
+    Series("streams_held", "streams held", 0.5, "EventHub keeps the logs of the last STREAM_HUB_THREADS threads"),
     Series("stream_kb", "stream KB", 1, "bytes of the held logs (bounded by STREAM_HUB_BYTES)"),
     Series("mongo_rss_kb", "nx RSS KB", 1024, "nx-27017 is the development stand-in, not the service"),
     Series("run_ms", "run ms", 10),
@@ -144,6 +152,10 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=25, help="sample every N runs")
     parser.add_argument("--kinds", default="advice,code,approval", help=f"run kinds to cycle through, of {KINDS}")
     parser.add_argument("--warmup-runs", type=int, default=3)
+    parser.add_argument("--retention-seconds", type=float, default=30.0,
+                        help="CHECKPOINT_RETENTION_DAYS of the pod, in seconds (0: checkpoints kept forever)")
+    parser.add_argument("--hub-threads", type=int, default=100,
+                        help="STREAM_HUB_THREADS of the pod: fewer than --runs, so the bound is reached")
     args = parser.parse_args()
     kinds = args.kinds.split(",")
     load = os.getloadavg()[0]
@@ -154,7 +166,9 @@ def main() -> None:
     streams = StreamSizes()
     window: list[float] = []
     cpu_before = (0.0, 0.0)
-    with pod(max_concurrent_orchestrations=1) as service, httpx.Client(base_url=service.url, timeout=60) as client:
+    retention = {"checkpoint_retention_days": args.retention_seconds / 86400, "checkpoint_retention_sweep_seconds": 10}
+    with (pod(max_concurrent_orchestrations=1, stream_hub_threads=args.hub_threads, **retention) as service,
+          httpx.Client(base_url=service.url, timeout=60) as client):
         for i in range(args.warmup_runs):
             drive_run(client, service.kotlin, kinds[i % len(kinds)], service.data_root)
         for done in range(args.runs + 1):
@@ -176,6 +190,7 @@ def main() -> None:
             if result.thread_id:
                 streams.read(client, result.thread_id)
     print(f"\nsoak: {args.runs} runs after {args.warmup_runs} warm-up runs, kinds {kinds}, "
+          f"checkpoints kept {args.retention_seconds:g} s after a run ends (0: forever), "
           f"{time.monotonic() - started:.0f} s; outcomes {dict(outcomes)}; load average {load:.2f} at the start")
     print(f"{'after runs':15}" + "".join(f"{done:>9}" for done in points))
     for series in SERIES:

@@ -56,6 +56,9 @@ class RunRecord(BaseModel):
     restarts: int = 0
     """How often recovery started the run afresh from `pending` (once at most: a request that kills its pod
     before the first checkpoint again is ended, not retried forever)."""
+    checkpoints_deleted_at: float | None = None
+    """When retention deleted the run's checkpoints (`app/runs/retention.py`), long after it ended: the record
+    is all that is left of it."""
     fence: str | None = None
     """Fencing token of the lock lease under which the run's pod (`pod_id`) runs it; its outcome write is
     conditional on it, so a pod that lost the run to another cannot overwrite it."""
@@ -195,6 +198,18 @@ class RunStore:
         """Their status pushes are in the outbox: recovery need not announce them."""
         if thread_ids:
             await self._collection.update_many({"_id": {"$in": thread_ids}}, {"$set": {"announced": True}})
+
+    async def ended_with_checkpoints(self, *, before: float, limit: int) -> list[str]:
+        """Threads of runs that ended (done or error; an interrupted one waits on its checkpoint) with
+        their last write before ``before`` and their checkpoints not yet deleted."""
+        cursor = self._collection.find({"status": {"$in": ["done", "error"]}, "updated_at": {"$lt": before},
+                                        "checkpoints_deleted_at": None}, {"_id": 1}).limit(limit)
+        return [str(doc["_id"]) async for doc in cursor]
+
+    async def mark_checkpoints_deleted(self, thread_ids: list[str], at: float) -> None:
+        """Retention deleted their checkpoints (`updated_at` stays: the list's order is the runs')."""
+        if thread_ids:
+            await self._collection.update_many({"_id": {"$in": thread_ids}}, {"$set": {"checkpoints_deleted_at": at}})
 
     async def recent(self, limit: int, status: RunStatus | None = None) -> list[RunRecord]:
         """The `limit` most recently updated runs (in `status`, when given), newest first (ties: the

@@ -70,6 +70,10 @@ class RunViews:
     async def diff(self, thread_id: str) -> RunDiff:
         values = await self._values(thread_id)
         if not values:
+            record = await self._runs.get(thread_id)
+            if record is not None and record.checkpoints_deleted_at is not None:
+                raise RunNotFoundError(f"{thread_id} ended long ago: its checkpoints, and with them its diff, were "
+                                       "deleted (CHECKPOINT_RETENTION_DAYS)")
             raise RunNotFoundError(f"No orchestration {thread_id}")
         return await run_diff(self._snapshots, self._workspaces, values)
 
