@@ -76,7 +76,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     AIDER_VENV=/opt/aider-venv
 
 # The repository layout is kept: app/agents/local.py finds the agent entrypoint at
-# <root>/agent-images/entrypoint/jervis_entrypoint.py (parents[2] of its own file).
+# <root>/agent-images/entrypoint/jervis_entrypoint/ (parents[2] of its own file).
 WORKDIR /opt/jervis/orchestrator
 COPY app/ ./app/
 COPY agent-images/entrypoint/ ./agent-images/entrypoint/

@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 TAIL_LINES = 60
 #: How often a running agent's log is read for new lines (its end is noticed at once, by pidfd).
 LOG_POLL_SECONDS = 0.25
-ENTRYPOINT = Path(__file__).resolve().parents[2] / "agent-images" / "entrypoint" / "jervis_entrypoint.py"
+#: The entrypoint package; Python runs the folder (its `__main__.py`), as the agent images do.
+ENTRYPOINT = Path(__file__).resolve().parents[2] / "agent-images" / "entrypoint" / "jervis_entrypoint"
 
 
 class LocalRunner:

@@ -25,7 +25,8 @@ from app.config import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE = REPO_ROOT / ".cache" / "agents"
-ENTRYPOINT = REPO_ROOT / "agent-images" / "entrypoint" / "jervis_entrypoint.py"
+#: The entrypoint package, run as a folder (`python3 <ENTRYPOINT>`) the way the images and the local runner run it.
+ENTRYPOINT = REPO_ROOT / "agent-images" / "entrypoint" / "jervis_entrypoint"
 KB_MCP_SERVER = REPO_ROOT / "agent-images" / "kb_mcp" / "kb_server.py"
 
 # Same pins as the Dockerfiles (agent-images/*/Dockerfile); Aider's and Claude Code's are the service's

@@ -26,7 +26,8 @@ from tests.dockerfile_parser import (
 
 CONTEXT = REPO_ROOT / "agent-images"
 AGENTS = ("aider", "claude", "openhands", "junie")
-ENTRYPOINT_PATH = "/opt/jervis/jervis_entrypoint.py"
+#: The entrypoint package, run as a folder: `python3 /opt/jervis/jervis_entrypoint` runs its `__main__.py`.
+ENTRYPOINT_PATH = "/opt/jervis/jervis_entrypoint"
 KB_SERVER_PATH = "/opt/jervis/mcp/kb_server.py"
 
 
@@ -68,7 +69,8 @@ def test_runs_as_non_root_with_the_shared_entrypoint(dockerfile: tuple[str, list
     assert exec_form(instructions[entrypoint_at].args) == ["python3", ENTRYPOINT_PATH]
     copies = {destination: sources for sources, destination in
               (copy_sources(i.args) for i in instructions if i.keyword == "COPY")}
-    assert copies.get(ENTRYPOINT_PATH) == ["entrypoint/jervis_entrypoint.py"]
+    assert copies.get(ENTRYPOINT_PATH) == ["entrypoint/jervis_entrypoint"]
+    assert (CONTEXT / "entrypoint" / "jervis_entrypoint" / "__main__.py").is_file(), "the folder must be runnable"
     assert copies.get(KB_SERVER_PATH) == ["kb_mcp/kb_server.py"]
     env: dict[str, str] = {}
     for instruction in instructions:

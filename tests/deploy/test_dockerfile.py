@@ -129,8 +129,8 @@ def test_image_keeps_the_repository_layout(final: list[Instruction]) -> None:
             sources, destination = copy_sources(instruction.args)
             for source in sources:
                 placed[source.rstrip("/")] = posixpath.normpath(posixpath.join(workdir, destination))
-    needed = ["app/main.py", "app/agents/local.py", ENTRYPOINT.relative_to(REPO_ROOT).as_posix(),
-              "agent-images/entrypoint/openhands_agent.py",  # the entrypoint runs it from beside itself
+    needed = ["app/main.py", "app/agents/local.py", (ENTRYPOINT / "__main__.py").relative_to(REPO_ROOT).as_posix(),
+              "agent-images/entrypoint/openhands_agent.py",  # the entrypoint runs it from beside its package
               "agent-images/kb_mcp/kb_server.py"]
     for file in needed:
         source = next((s for s in placed if file == s or file.startswith(s + "/")), None)
@@ -199,7 +199,9 @@ def test_dockerignore_keeps_local_state_and_secrets_out(ignore: list[dockerignor
     for path in (".venv/bin/python", ".git/HEAD", "tests/conftest.py", ".cache/llm/model.gguf", ".data/mongo/x",
                  ".env", ".env.local", "bench/usage.py", "app/__pycache__/main.cpython-311.pyc", "app/x.pyc"):
         assert dockerignore.excluded(path, ignore), f"{path} would be sent to the builder"
-    for path in ("requirements.txt", "app/main.py", "agent-images/entrypoint/jervis_entrypoint.py",
+    for path in ("requirements.txt", "app/main.py", "agent-images/entrypoint/jervis_entrypoint/__main__.py",
+                 "agent-images/entrypoint/jervis_entrypoint/main.py",
+                 "agent-images/entrypoint/jervis_entrypoint/agents/aider.py",
                  "agent-images/entrypoint/openhands_agent.py", "agent-images/kb_mcp/kb_server.py"):
         assert not dockerignore.excluded(path, ignore), f"{path} is needed"
 

@@ -5,7 +5,7 @@ the judge on real exercises, the idle wait on a loopback server, and the totals'
 from __future__ import annotations
 
 import http.server
-import importlib.util
+import importlib
 import json
 import re
 import shlex
@@ -81,14 +81,19 @@ def test_the_services_repository_holds_the_workspace_files_at_its_root_committed
 
 # ------------------------------------------------------------------------------------ aider
 def entrypoint_metadata(tmp_path: Path, model: str, monkeypatch: pytest.MonkeyPatch) -> object:
-    """What the service's entrypoint writes for its Aider (the module loaded from its file)."""
-    name = "jervis_entrypoint_for_bench"
-    spec = importlib.util.spec_from_file_location(name, REPO / "agent-images" / "entrypoint" / "jervis_entrypoint.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, module)  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return json.loads(module.aider_model_metadata(tmp_path, model).read_text(encoding="utf-8"))
+    """What the service's entrypoint writes for its Aider (its `agents.aider` module, imported from the
+    entrypoint package's folder and forgotten again afterwards)."""
+    package = REPO / "agent-images" / "entrypoint" / "jervis_entrypoint"
+    monkeypatch.syspath_prepend(str(package.parent))
+    before = set(sys.modules)
+    try:
+        module = importlib.import_module("jervis_entrypoint.agents.aider")
+        assert Path(str(module.__file__)).resolve() == package / "agents" / "aider.py"
+        return json.loads(module.aider_model_metadata(tmp_path, model).read_text(encoding="utf-8"))
+    finally:
+        for name in set(sys.modules) - before:
+            if name.partition(".")[0] == "jervis_entrypoint":
+                del sys.modules[name]
 
 
 def test_bare_aider_gets_the_services_model_metadata_and_offline_price_map(tmp_path: Path,

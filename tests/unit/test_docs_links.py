@@ -154,7 +154,7 @@ def test_the_checks_see_what_they_should() -> None:
     assert "docs/api.md" in links(readme)
     assert {"app/dev/", "app/graph/builder.py", "k8s/"} <= set(path_references(readme))
     agent_readme = REPO / "agent-images" / "README.md"
-    assert "entrypoint/jervis_entrypoint.py" in path_references(agent_readme)
+    assert "entrypoint/jervis_entrypoint/" in path_references(agent_readme)
     assert _inside(readme, "../shared/spec/kotlin-contract.md") is None
     assert _inside(agent_readme, "../app/main.py") == "app/main.py"
 
