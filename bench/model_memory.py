@@ -143,6 +143,8 @@ def main() -> None:
     parser.add_argument("--model-path", type=Path, default=DEFAULT_MODEL)
     parser.add_argument("--context-tokens", type=int, default=DEFAULT_CONTEXT_TOKENS)
     parser.add_argument("--server-arg", action="append", default=[], help="an option of the server started here")
+    parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable of the server started here (e.g. MALLOC_ARENA_MAX=2)")
     parser.add_argument("--stand-in", action="store_true", help="the tests' scripted LLM server instead of a model")
     parser.add_argument("--min-tokens", type=int, default=2000)
     parser.add_argument("--max-tokens", type=int, default=6000)
@@ -167,7 +169,9 @@ def main() -> None:
         report(rows, f"stand-in: the tests' scripted LLM server at {url} (not a model)")
     else:
         work = Path(tempfile.mkdtemp(prefix="jervis-model-memory-"))
-        model = TunedModel(args.model_path, extra=args.server_arg, work_dir=work, context_tokens=args.context_tokens)
+        env = dict(item.split("=", 1) for item in args.server_env)
+        model = TunedModel(args.model_path, extra=args.server_arg, work_dir=work, context_tokens=args.context_tokens,
+                           env=env)
         base = model.start(timeout=300).removesuffix("/v1")
         try:
             assert model.pid is not None
@@ -175,7 +179,8 @@ def main() -> None:
         finally:
             model.stop()
         report(rows, f"embedded model {args.model_path.name}, n_ctx {args.context_tokens}, options "
-                     f"{' '.join(args.server_arg) or '(defaults)'}; server log {model.log_file}")
+                     f"{' '.join(args.server_arg) or '(defaults)'}, environment {env or '(ours)'}; "
+                     f"server log {model.log_file}")
 
 
 if __name__ == "__main__":

@@ -65,8 +65,11 @@ class EmbeddedModel(LaunchedServer):
         threads: int | None = None,
         batch_threads: int | None = None,
         pick_port: Callable[[], int] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
+        """`env`: variables the server child gets besides the few it keeps of ours (`_CHILD_ENV_KEYS`)."""
         self.model_path = Path(model_path)
+        self.env = dict(env or {})
         self.work_dir = Path(work_dir)
         self.alias = alias
         self.python = Path(python) if python is not None else Path(sys.executable)
@@ -102,7 +105,7 @@ class EmbeddedModel(LaunchedServer):
             raise EmbeddedModelError(f"model file not found: {self.model_path}")
         self.work_dir.mkdir(parents=True, exist_ok=True)
         env = {key: os.environ[key] for key in _CHILD_ENV_KEYS if key in os.environ}
-        env["PYTHONUNBUFFERED"] = "1"
+        env |= {"PYTHONUNBUFFERED": "1", **self.env}
         self._server.start(self.command, self._lists_alias, timeout=timeout, cwd=self.work_dir, env=env)
         return self.api_base
 
