@@ -7,13 +7,16 @@ store (nx-27017) they slow every run: it answers each filtered query by scanning
 collection (docs/operations.md, "Checkpoint retention"). The run record stays, so `/status`,
 `/runs` and a run's summary answer as before; its detail then shows the record only.
 
-An owned service: `start()` sweeps at once and then every `interval_seconds` until `stop()`.
-Every pod sweeps; deleting a thread twice is harmless, and each sweep takes a bounded batch.
+An owned service: `start()` sweeps at once and then every `interval_seconds` until `stop()`, which
+lets a sweep in progress end (within `STOP_SECONDS`, then cancels it: a pymongo operation
+cancelled mid-way was seen to never return). Every pod sweeps; deleting a thread twice is
+harmless, and each sweep takes a bounded batch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -25,6 +28,8 @@ log = logging.getLogger(__name__)
 
 #: Threads one sweep deletes at most: a backlog (the first start after an upgrade) goes in batches.
 BATCH = 200
+#: How long `stop()` lets a sweep in progress finish.
+STOP_SECONDS = 10.0
 
 
 class ThreadDeleter(Protocol):
@@ -42,29 +47,40 @@ class CheckpointRetention:
         self._interval = interval_seconds
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
 
     async def start(self) -> None:
+        self._stopping.clear()
         self._task = asyncio.create_task(self._run(), name="checkpoint-retention")
 
     async def stop(self) -> None:
-        if self._task is not None:
+        if self._task is None:
+            return
+        self._stopping.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), STOP_SECONDS)
+        except TimeoutError:
+            log.warning("checkpoint retention did not stop within %.0f s: cancelled", STOP_SECONDS)
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        self._task = None
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             try:
                 await self.sweep_once()
             except Exception:
                 log.exception("checkpoint retention failed; trying again in %.0f s", self._interval)
-            await asyncio.sleep(self._interval)
+            with contextlib.suppress(TimeoutError):  # the interval, or stop() sooner
+                await asyncio.wait_for(self._stopping.wait(), self._interval)
 
     async def sweep_once(self) -> list[str]:
         """Deletes the checkpoints of runs ended more than `keep_seconds` ago (a batch); their ids."""
         now = self._clock()
         deleted = []
         for thread_id in await self._runs.ended_with_checkpoints(before=now - self._keep, limit=BATCH):
+            if self._stopping.is_set():
+                break
             await self._checkpoints.adelete_thread(thread_id)
             await self._runs.mark_checkpoints_deleted([thread_id], now)  # one by one: a failure loses nothing
             deleted.append(thread_id)
