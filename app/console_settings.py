@@ -21,9 +21,9 @@ class ConsoleSettings(BaseSettings):
     """A console session nobody used for this long is over (its last use is recorded at most once a minute, so it
     may end up to a minute sooner)."""
     console_sign_in_attempts: int = Field(default=10, ge=1)
-    """Wrong tokens one client address (an IPv6 client: its /64) may try at `/ui/login` or as a bearer token within any 60 s, counted
-    across replicas; then every try of that client, the right token included, is answered 429 with `Retry-After`
-    until the oldest of them is a minute old."""
+    """Wrong tokens one client address (an IPv6 client: its /64) may try at `/ui/login` or as a bearer token within
+    any 60 s, counted across replicas; then every try of that client, the right token included, is answered 429 with
+    `Retry-After` until the oldest of them is a minute old."""
     console_cookie_secure: Literal["auto", "always", "never"] = "auto"
     """The console cookie's `Secure` flag: `auto` when the request came over https (behind a TLS proxy: the scheme
     it forwarded, believed from `FORWARDED_ALLOW_IPS` only), `always` (a service reached over https only), `never`

@@ -52,10 +52,10 @@ from app.persistence.redacting_serde import RedactingSerializer
 from app.persistence.runs import RunStore
 from app.persistence.sign_in_throttle import SignInThrottle
 from app.runs.admission import Admission
+from app.runs.crash_recovery import RecoveryService
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver
 from app.runs.manager import RunManager
-from app.runs.recovery import RecoveryService
 from app.runs.retention import CheckpointRetention
 from app.runs.views import RunViews
 from app.runtime.pod_identity import claim_pod_identity

@@ -302,12 +302,12 @@ def main() -> None:
           f"{per_node / raw_llm_ms:.2f}×")
     extra = (per_node - raw_llm_ms) * NODES
     dispatch = statistics.median(figures["dispatch"])
-    kb = statistics.median(figures.get("node evidence_pack") or [0.0])
+    lookup = statistics.median(figures.get("node evidence_pack") or [0.0])
     print(f"  the service's extra per run: {extra:.1f} ms = until its 200 (the run record and the lock, written "
           f"before it) {dispatch:.1f} ms + evidence_pack (the chat's previous run read from the context store: "
-          f"none in the raw graph) {kb:.1f} ms + the rest "
+          f"none in the raw graph) {lookup:.1f} ms + the rest "
           f"(progress and status pushes through the outbox, the outcome's writes, the delivery of `done`) "
-          f"{extra - dispatch - kb:.1f} ms")
+          f"{extra - dispatch - lookup:.1f} ms")
     print(f"first progress push after dispatch:  median {statistics.median(figures['first_push']):6.2f} ms, "
           f"max {max(figures['first_push']):.2f} ms (target ≤ 50 ms)")
     for key in sorted(k for k in figures if k.startswith("node ")):

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from app.llm.provider import Llm, LlmError, Message
 from app.schemas.chat import CompressChatRequest, CompressChatResponse
 from app.schemas.kotlin import ChatHistoryMessage
+from app.texts.clip import clip
 
 log = logging.getLogger(__name__)
 
@@ -70,15 +71,11 @@ class _Compression(BaseModel):
         return False if value is None else value
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def render_messages(messages: Sequence[ChatHistoryMessage], budget: int = PROMPT_CHAR_BUDGET) -> str:
     """`[sequence] role (timestamp): content`, oldest first; each message clipped to its share."""
     limit = max(MIN_CHARS_PER_MESSAGE, budget // max(1, len(messages)))
     ordered = sorted(messages, key=lambda m: m.sequence)
-    return "\n".join(f"[{m.sequence}] {m.role} ({m.timestamp}): {_clip(m.content.strip(), limit)}" for m in ordered)
+    return "\n".join(f"[{m.sequence}] {m.role} ({m.timestamp}): {clip(m.content.strip(), limit)}" for m in ordered)
 
 
 def build_prompt(request: CompressChatRequest) -> list[Message]:

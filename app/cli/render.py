@@ -19,6 +19,7 @@ from app.cli.events import SseEvent
 from app.cli.stops import Interrupt, Stop
 from app.cli.workspace import Changes, FetchBack
 from app.schemas.kotlin import ProgressPush
+from app.texts.clip import clip
 
 BAR_FORMAT = "{percentage:3.0f}%|{bar:30}| {elapsed} {desc}"
 AGENT_LINE_LIMIT = 400
@@ -39,10 +40,6 @@ def describe(node: str, *, goal_index: int = 0, total_goals: int = 0, step_index
 
 def _int(value: Any, default: int = 0) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class Renderer:
@@ -123,7 +120,7 @@ class Renderer:
                 self.line(f"▶ {runs} · goal {_int(data.get('goal_index')) + 1} · step "
                           f"{_int(data.get('step_index')) + 1} · attempt {_int(data.get('attempt'), 1)}", bold=True)
             case "agent_log":
-                self.line(f"  {data.get('agent', 'agent')}│ {_clip(str(data.get('line', '')), AGENT_LINE_LIMIT)}",
+                self.line(f"  {data.get('agent', 'agent')}│ {clip(str(data.get('line', '')), AGENT_LINE_LIMIT)}",
                           dim=True)
             case "tests_start":
                 self.line(f"▶ tests: {data.get('command')}", bold=True)
@@ -148,16 +145,16 @@ class Renderer:
         for check in data.get("checks") or []:
             if isinstance(check, dict):
                 self.line(f"    {check.get('name')}: {check.get('status')}"
-                          + (f" — {_clip(str(check['message']), 300)}" if check.get("message") else ""))
+                          + (f" — {clip(str(check['message']), 300)}" if check.get("message") else ""))
 
     def _reflection(self, data: dict[str, Any]) -> None:
         cause = data.get("root_cause") or data.get("analysis") or ""
         self.line(f"↻ reflection: {data.get('action')} (by {data.get('source', '?')})"
-                  + (f" — {_clip(str(cause), 200)}" if cause else ""), fg="magenta")
+                  + (f" — {clip(str(cause), 200)}" if cause else ""), fg="magenta")
         if data.get("failure"):
-            self.line(f"    failure: {_clip(' '.join(str(data['failure']).split()), 300)}")
+            self.line(f"    failure: {clip(' '.join(str(data['failure']).split()), 300)}")
         if data.get("hint"):
-            self.line(f"    next: {_clip(str(data['hint']), 300)}")
+            self.line(f"    next: {clip(str(data['hint']), 300)}")
         if data.get("note"):
             self.line(f"    note: {data['note']}")
 

@@ -32,6 +32,7 @@ from app.schemas.correction import (
     CorrectionTargetedRequest,
 )
 from app.texts import Texts, texts
+from app.texts.clip import clip
 from app.texts.language import choose_language
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ def _submit_result(rule: CorrectionRule) -> CorrectionSubmitResult:
 def _clipped(segment: CorrectionSegment) -> CorrectionSegment:
     if len(segment.text) <= CONTEXT_SEGMENT_CHARS:
         return segment
-    return segment.model_copy(update={"text": segment.text[: CONTEXT_SEGMENT_CHARS - 1] + "…"})
+    return segment.model_copy(update={"text": clip(segment.text, CONTEXT_SEGMENT_CHARS)})
 
 
 def _status(questions: Sequence[CorrectionQuestion]) -> str:

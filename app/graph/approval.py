@@ -11,7 +11,7 @@ Answers also carry conditions: "ano, ale ne do mastera" approves with a branch c
 refuses with a reason a plan gate replans with. `interpret_approval` splits such an answer at
 its first "but" (or the comma after a leading yes / no) and reads only the head for yes or no,
 so a "ne" inside the condition never turns an approval into a refusal. What it cannot read
-(no yes or no word at the head) it leaves to the LLM (`app/graph/answers.py`).
+(no yes or no word at the head) it leaves to the LLM (`app/graph/user_answers.py`).
 """
 
 from __future__ import annotations

@@ -7,11 +7,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from app.graph import recovery, step_changes
-from app.graph.nodes._common import NodeRuntime, clip, current_step, run_language, task_of
+from app.graph import failure_recovery, step_changes
+from app.graph.run_state import NodeRuntime, current_step, run_language, task_of
 from app.graph.state import FailureRecord, OrchestratorState, SkipRecord
 from app.schemas.domain import CodingStep, Recovery, RecoveryAction
 from app.texts import texts
+from app.texts.clip import clip
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ async def apply_decision(state: OrchestratorState, runtime: NodeRuntime, decisio
     if signature:
         record["signature"] = signature
     updates: dict[str, Any] = {"recovery": decision.model_dump(mode="json"), "failures": [record]}
-    if decision.action in recovery.RETRIES:
+    if decision.action in failure_recovery.RETRIES:
         return updates | {"attempt": decision.attempt + 1}
     if decision.action in (RecoveryAction.SKIP_STEP, RecoveryAction.REPLANNING, RecoveryAction.STOP):
         workspace = runtime.context.workspaces.resolve(task_of(state)["workspace_path"])

@@ -13,7 +13,7 @@ from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from app.graph.llm_gate import speaking
-from app.graph.nodes._common import NodeRuntime, run_language
+from app.graph.run_state import NodeRuntime, run_language
 from app.graph.state import OrchestratorState
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError

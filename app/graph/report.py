@@ -10,14 +10,10 @@ from typing import Any
 
 from app.graph.goals import finished_ids
 from app.texts import Texts
+from app.texts.clip import clip
 
 #: Kotlin shows the error text in the chat: long enough for the facts, short enough to read.
 ERROR_TEXT_LIMIT = 1500
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def done_slots(state: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -45,7 +41,7 @@ def done_work(state: Mapping[str, Any], t: Texts) -> str:
     """"Done: <what the finished steps were asked to do>." (first lines, at most three)."""
     firsts = [(str(r.get("title") or r.get("summary") or "").strip().splitlines() or [""])[0]
               for r in done_slots(state) if r.get("step_type", "code") != "respond"]
-    titles = [_clip(title, 100).rstrip(".") for title in dict.fromkeys(firsts) if title]
+    titles = [clip(title, 100, one_line=True).rstrip(".") for title in dict.fromkeys(firsts) if title]
     if not titles:
         return ""
     return t.report_done_work.format(what="; ".join(titles[:3]) + ("…" if len(titles) > 3 else ""))
@@ -78,8 +74,8 @@ def left_over(state: Mapping[str, Any]) -> list[str]:
         for step in state.get("steps") or []:
             key = (index, int(step.get("index", 0)))
             if key not in done and key not in skipped:
-                left.append(_clip(step.get("instructions", ""), 60))
-    left += [_clip(g.get("title", ""), 60) for g in goals[index + 1:] if g.get("id") not in finished]
+                left.append(clip(step.get("instructions", ""), 60, one_line=True))
+    left += [clip(g.get("title", ""), 60, one_line=True) for g in goals[index + 1:] if g.get("id") not in finished]
     return left
 
 
@@ -87,15 +83,15 @@ def report_lines(state: Mapping[str, Any], t: Texts, *, include_failure: bool = 
     skipped, *other_notices = notice_lines(state, t, keep_empty=True)
     lines = [t.report_done_steps.format(ok=len(done_slots(state)), total=attempted_slots(state))]
     if goals := finished_goal_titles(state):
-        lines.append(t.report_finished_goals.format(goals=", ".join(_clip(g, 60) for g in goals)))
+        lines.append(t.report_finished_goals.format(goals=", ".join(clip(g, 60, one_line=True) for g in goals)))
     if files := changed_files(state):
         lines.append(t.report_files.format(files=", ".join(files)))
     lines.append(skipped)
     failures = state.get("failures") or []
     if include_failure and failures and (state.get("halt") or state.get("error")):
         last = failures[-1]
-        what = f"{last['goal_index'] + 1}.{last['step_index'] + 1} {_clip(last['title'], 50)}"
-        lines.append(t.report_failed.format(what=what, reason=_clip(last["reason"], 200)))
+        what = f"{last['goal_index'] + 1}.{last['step_index'] + 1} {clip(last['title'], 50, one_line=True)}"
+        lines.append(t.report_failed.format(what=what, reason=clip(last["reason"], 200, one_line=True)))
     if left := left_over(state):
         lines.append(t.report_left.format(what="; ".join(left[:8]) + ("…" if len(left) > 8 else "")))
     if review := epic_review_line(state, t):
@@ -113,17 +109,17 @@ def wave_conflicts(state: Mapping[str, Any]) -> list[str]:
     """Titles of the goals whose work conflicted in their wave and was done again alone."""
     titles = {g.get("id"): g.get("title", "") for g in state.get("goals") or []}
     ids = dict.fromkeys(r["goal_id"] for r in state.get("wave_goals") or [] if r.get("status") == "conflict")
-    return [_clip(titles.get(gid) or gid, 80) for gid in ids]
+    return [clip(titles.get(gid) or gid, 80, one_line=True) for gid in ids]
 
 
 def epic_review_line(state: Mapping[str, Any], t: Texts) -> str:
     """What the review of an epic's whole change concluded (its last round)."""
     review = state.get("epic_review") or {}
     if review.get("status") == "approved":
-        return t.report_epic_review_approved.format(summary=_clip(review.get("summary") or "-", 200))
+        return t.report_epic_review_approved.format(summary=clip(review.get("summary") or "-", 200, one_line=True))
     if review.get("status") == "rejected":
-        issues = "; ".join(_clip(i, 160) for i in review.get("issues") or []) or _clip(review.get("summary") or "-",
-                                                                                        200)
+        issues = "; ".join(clip(i, 160, one_line=True) for i in review.get("issues") or [])
+        issues = issues or clip(review.get("summary") or "-", 200, one_line=True)
         return t.report_epic_review_rejected.format(issues=issues)
     return ""
 
@@ -135,9 +131,10 @@ def notice_lines(state: Mapping[str, Any], t: Texts, *, keep_empty: bool = False
     skipped, warnings, conditions = (state.get(key) or [] for key in ("skipped", "warnings", "user_conditions"))
     lines = [
         t.report_skipped.format(steps="; ".join(
-            f"{s['goal_index'] + 1}.{s['step_index'] + 1} {_clip(s['title'], 50)} ({_clip(s['reason'], 80)})"
+            f"{s['goal_index'] + 1}.{s['step_index'] + 1} {clip(s['title'], 50, one_line=True)} "
+            f"({clip(s['reason'], 80, one_line=True)})"
             for s in skipped)) if skipped else "",
-        t.report_warnings.format(warnings="; ".join(dict.fromkeys(_clip(w, 160) for w in warnings)))
+        t.report_warnings.format(warnings="; ".join(dict.fromkeys(clip(w, 160, one_line=True) for w in warnings)))
         if warnings else "",
         t.report_conditions.format(conditions="; ".join(dict.fromkeys(conditions))) if conditions else "",
     ]
@@ -147,4 +144,4 @@ def notice_lines(state: Mapping[str, Any], t: Texts, *, keep_empty: bool = False
 def error_text(problem: str, state: Mapping[str, Any], t: Texts, *, limit: int = ERROR_TEXT_LIMIT) -> str:
     """The `error` of a failed run: the problem first, then what was done and what is left."""
     facts = " ".join(report_lines(state, t, include_failure=False)) if state.get("step_results") else ""
-    return _clip(f"{problem.rstrip('.')}. {facts}" if facts else problem, limit)
+    return clip(f"{problem.rstrip('.')}. {facts}" if facts else problem, limit, one_line=True)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.graph.guards import Node
-from app.graph.nodes._common import NodeRuntime
+from app.graph.run_state import NodeRuntime
 from app.graph.state import OrchestratorState, reducers
 
 

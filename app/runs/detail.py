@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.graph.goals import finished_ids, plan_order
-from app.graph.nodes._common import clip
 from app.graph.progress import agent_label
 from app.persistence.runs import RunRecord
 from app.runs.status import first_line, run_summary
 from app.schemas.runs import BudgetUse, GoalView, Question, RunDetail, StepAttempt, StepView
+from app.texts.clip import clip
 
 #: The interrupt answered in words rather than yes / no (Kotlin sends approved=true with the text).
 CLARIFY_ACTION = "clarify"

@@ -14,7 +14,7 @@ from langgraph.pregel import Pregel
 from app.clients.kotlin import KotlinClient
 from app.config import Settings
 from app.graph import report
-from app.graph.nodes._common import run_language
+from app.graph.run_state import run_language
 from app.observability.metrics import Metrics
 from app.persistence.outage import MongoOutage
 from app.persistence.runs import RunRecord, RunStore

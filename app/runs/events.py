@@ -223,19 +223,20 @@ def _within(event: RunEvent, limit: int) -> RunEvent:
     if event.size <= limit:
         return event
     for chars in _CLIP_STEPS:
-        clipped = RunEvent(event.id, event.type, {**_clip(event.data, chars), "truncated": True})
+        clipped = RunEvent(event.id, event.type, {**_shortened(event.data, chars), "truncated": True})
         if clipped.size <= limit:
             return clipped
     return RunEvent(event.id, event.type, {"ts": event.data.get("ts"), "truncated": True,
                                            "original_bytes": event.size})
 
 
-def _clip(value: Any, chars: int) -> Any:
+def _shortened(value: Any, chars: int) -> Any:
+    """Every string in `value` (nested) cut to `chars` with how much was left out; lists to their first items."""
     if isinstance(value, str):
         return value if len(value) <= chars else f"{value[:chars]}… ({len(value) - chars} more characters)"
     if isinstance(value, dict):
-        return {key: _clip(item, chars) for key, item in value.items()}
+        return {key: _shortened(item, chars) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        kept = [_clip(item, chars) for item in value[:_CLIP_ITEMS]]
+        kept = [_shortened(item, chars) for item in value[:_CLIP_ITEMS]]
         return kept + ([f"… ({len(value) - _CLIP_ITEMS} more items)"] if len(value) > _CLIP_ITEMS else [])
     return value

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.graph.goals import finished_ids
-from app.graph.nodes._common import clip
 from app.graph.progress import goal_share
 from app.texts import Texts
+from app.texts.clip import clip
 
 TITLE_CHARS = 60
 #: The run's own nodes that work on its current goal.

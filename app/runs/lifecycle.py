@@ -28,7 +28,7 @@ from app.clients.kotlin import KotlinClient
 from app.graph import progress
 from app.graph.builder import ENTRY_NODE, NODE_NAMES
 from app.graph.context import RunContext
-from app.graph.nodes._common import clip, run_language
+from app.graph.run_state import run_language
 from app.graph.state import reducers
 from app.llm.scope import current_scope
 from app.observability.metrics import Metrics
@@ -38,6 +38,7 @@ from app.runs.events import EventLog
 from app.runs.goal_progress import TITLE_CHARS, GoalActivity, activity_of, goal_states
 from app.schemas.kotlin import ProgressPush
 from app.texts import Texts, texts
+from app.texts.clip import clip
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 A run executes holding an admission `Slot` (`app.runs.admission`: this pod's semaphore and a
 cluster-wide lock lease); an interrupted run waits for the user holding neither. Crash recovery
-(`app.runs.recovery`) hands orphaned runs back through `adopt`; `/status` is projected by
+(`app.runs.crash_recovery`) hands orphaned runs back through `adopt`; `/status` is projected by
 `app.runs.status`. Every terminal outcome is recorded in `orchestrator_runs` and pushed to
 Kotlin, under the slot's fencing token: a pod that lost the run to another does neither.
 
@@ -26,7 +26,7 @@ from app.agents.workspace import WorkspaceError, WorkspaceManager
 from app.clients.kotlin import KotlinClient
 from app.config import Settings
 from app.graph.approval import is_approved
-from app.graph.nodes._common import run_language
+from app.graph.run_state import run_language
 from app.llm.budget import BudgetExceededError
 from app.llm.health import ProviderHealth
 from app.llm.provider import LlmError
@@ -39,11 +39,11 @@ from app.persistence.redacting_serde import redact_tree
 from app.persistence.runs import RunRecord, RunStore
 from app.runs.active import ActiveRun, Problem, cancelled, cancelled_leaving, cloud_rejected
 from app.runs.admission import Admission, Slot
-from app.runs.answers import answered, resume_command
 from app.runs.ending import RunEnding
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 from app.runs.events import EventHub
 from app.runs.lifecycle import RunDriver, RunIdentity, RunOutcome
+from app.runs.resume import answered, resume_command
 from app.runs.segment import default_limits, initial_state, restartable_request, segment_scope
 from app.runs.status import EndedStatuses, first_line, record_of, status_map
 from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest, StatusPush
@@ -261,7 +261,7 @@ class RunManager:
         """The run when it executes (or just ended) in this process."""
         return self._active.get(thread_id)
 
-    # --- adoption (called by app.runs.recovery) -------------------------------------------------
+    # --- adoption (called by app.runs.crash_recovery) -------------------------------------------------
 
     def runs_here(self, thread_id: str) -> bool:
         return thread_id in self._active

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from app.clients.kotlin import KotlinClient
 from app.config import Settings
-from app.graph.nodes._common import run_language
+from app.graph.run_state import run_language
 from app.graph.state import OrchestratorInput
 from app.graph.state_parts import ChatHistoryDict, RulesDict, TaskDict
 from app.llm.budget import BudgetLimits, BudgetTracker

@@ -12,12 +12,12 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
-from app.graph.nodes._common import clip
 from app.llm.budget import describe_nodes, node_usage
 from app.persistence.runs import RunRecord
 from app.runs.lifecycle import RunIdentity, RunOutcome
 from app.schemas.kotlin import status_reply
 from app.schemas.runs import NodeUsage, RunSummary, RunUsage
+from app.texts.clip import clip
 
 #: Characters of a request's first line kept in its run record.
 REQUEST_CHARS = 200

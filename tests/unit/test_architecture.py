@@ -25,7 +25,7 @@ RANK = {
 #: The terminal client is a program of its own that speaks HTTP to the service; it shares the
 #: wire models and reads approvals the way the service will (so it can say what an answer means).
 CLI_MAY_IMPORT = {"schemas", "config", "agent_settings", "console_settings", "runtime", "observability", "cli",
-                  "graph.approval"}
+                  "graph.approval", "texts.clip"}
 MAX_LINES = 400
 
 
@@ -65,6 +65,27 @@ def test_imports_point_down_the_layers() -> None:
             elif layer != "__init__" and target != layer and RANK[target] > RANK[layer]:
                 upward.append(f"{path.relative_to(REPO)} imports {name}")
     assert upward == []
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    """A `_`-prefixed module is its package's own: what others need lives in a public module."""
+    private = []
+    for path in _modules():
+        package = ".".join(path.relative_to(REPO).with_suffix("").parts[:-1])
+        for name in _imports(path):
+            parts = name.split(".")
+            if any(part.startswith("_") and not part.startswith("__") for part in parts) and \
+                    ".".join(parts[:-1]) != package:
+                private.append(f"{path.relative_to(REPO)} imports {name}")
+    assert private == []
+
+
+def test_text_is_shortened_one_way() -> None:
+    """One `clip` (app/texts/clip.py): no module keeps a copy of its own."""
+    copies = [f"{path.relative_to(REPO)}:{node.lineno} {node.name}" for path in _modules()
+              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+              if isinstance(node, ast.FunctionDef) and node.name.lstrip("_") in ("clip", "clip_text")]
+    assert copies == ["app/texts/clip.py:7 clip"]
 
 
 def test_the_llm_layer_knows_nothing_of_the_graph() -> None:

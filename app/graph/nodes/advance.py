@@ -6,8 +6,8 @@ from typing import Any
 
 from app.graph import step_changes
 from app.graph.goals import finished_ids
-from app.graph.nodes._common import NodeRuntime, current_goal, reset_step_counters, run_key, task_of
 from app.graph.report import done_slots
+from app.graph.run_state import NodeRuntime, current_goal, reset_step_counters, run_key, task_of
 from app.graph.state import OrchestratorState
 from app.persistence.context_store import ContextStore
 from app.schemas.domain import GoalSummary

@@ -14,15 +14,16 @@ from typing import Any
 from langgraph.types import interrupt
 
 from app.graph import design_doc
-from app.graph.answers import read_approval
 from app.graph.approval import classify_modification
 from app.graph.goals import GoalOrder, plan_order
-from app.graph.nodes._common import NodeRuntime, clip, run_key, run_language, task_of
 from app.graph.progress import tests_note
+from app.graph.run_state import NodeRuntime, run_key, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict
+from app.graph.user_answers import read_approval
 from app.schemas.domain import Complexity, Recovery, RecoveryAction
 from app.texts import Texts, texts
+from app.texts.clip import clip
 
 
 def added_goal(goals: Sequence[GoalDict], text: str) -> GoalDict:

@@ -9,14 +9,15 @@ from typing import Any
 
 from langgraph.types import interrupt
 
-from app.graph import recovery
-from app.graph.answers import read_recovery_choice
+from app.graph import failure_recovery
 from app.graph.approval import answer_text
 from app.graph.decisions import apply_decision
-from app.graph.nodes._common import NodeRuntime, clip, current_step, run_language, task_of
+from app.graph.run_state import NodeRuntime, current_step, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.user_answers import read_recovery_choice
 from app.schemas.domain import CodingStep, Recovery, RecoveryAction
 from app.texts import texts
+from app.texts.clip import clip
 
 
 def question(decision: Recovery, step: CodingStep, language: str, *, at_cap: bool) -> str:
@@ -38,7 +39,7 @@ async def ask_user(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
     asked = Recovery.model_validate(state["recovery"])
     step = CodingStep.model_validate(current_step(state))
     language = run_language(state, ctx.settings)
-    caps = recovery.Caps.from_settings(ctx.settings)
+    caps = failure_recovery.Caps.from_settings(ctx.settings)
     at_cap = asked.attempt >= caps.max_attempts + state.get("extra_attempts", 0)
     text = question(asked, step, language, at_cap=at_cap)
     answer = answer_text(interrupt({
@@ -51,7 +52,7 @@ async def ask_user(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
                                "cap_asked": state.get("cap_asked", False) or at_cap}
     if action == RecoveryAction.REPLANNING and state.get("replans", 0) >= caps.max_replans:
         action, hint = RecoveryAction.STOP, ""  # the user's replan cannot go past the cap either
-    if action in recovery.RETRIES and at_cap:
+    if action in failure_recovery.RETRIES and at_cap:
         updates["extra_attempts"] = state.get("extra_attempts", 0) + 1  # the user grants one more
     decided = Recovery.model_validate(asked.model_dump() | {  # validated: the action is an enum again
         "action": action, "hint": hint or asked.hint, "source": "user", "note": f"user: {clip(answer, 200)}"})

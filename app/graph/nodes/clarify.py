@@ -11,7 +11,7 @@ from typing import Any
 from langgraph.types import interrupt
 
 from app.graph.approval import answer_text
-from app.graph.nodes._common import NodeRuntime, task_of
+from app.graph.run_state import NodeRuntime, task_of
 from app.graph.state import OrchestratorState
 
 

@@ -16,21 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from app.graph import integrity, request_scope, step_changes, verification
-from app.graph.nodes._common import (
-    NodeRuntime,
-    clip,
-    current_goal,
-    current_step,
-    current_thread_id,
-    emit,
-    run_language,
-    task_of,
-)
+from app.graph.run_state import NodeRuntime, current_goal, current_step, current_thread_id, emit, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import Rules, StepResultDict, TaskDict
 from app.graph.test_plan import command_for
 from app.schemas.domain import CheckStatus, CodingStep, Evaluation, EvaluationCheck, ReviewVerdict, StepType
 from app.texts import Texts, texts
+from app.texts.clip import clip
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,10 @@ import logging
 from typing import Any, cast
 
 from app.graph import chat
-from app.graph.nodes._common import NodeRuntime, clip, run_key, task_of
+from app.graph.run_state import NodeRuntime, run_key, task_of
 from app.graph.state import OrchestratorState
 from app.schemas.domain import EvidencePack
+from app.texts.clip import clip
 
 log = logging.getLogger(__name__)
 #: The previous request's end, as the planners and answers of this one read it.

@@ -14,22 +14,20 @@ from app.agents.control import should_detach
 from app.agents.workspace import StepBrief, WorkspaceError
 from app.clients.kotlin import TrackerError
 from app.graph import chat, prompts, step_changes
-from app.graph.nodes._common import (
+from app.graph.agent_handover import kb_env, task_brief
+from app.graph.prompt_context import answer_context
+from app.graph.report import done_slots
+from app.graph.request_scope import covering_tests, is_test_file, list_files, named_paths, resolve
+from app.graph.run_state import (
     NodeRuntime,
-    answer_context,
-    clip,
     current_goal,
     current_step,
     current_thread_id,
     emit,
-    kb_env,
     run_key,
     run_language,
-    task_brief,
     task_of,
 )
-from app.graph.report import done_slots
-from app.graph.request_scope import covering_tests, is_test_file, list_files, named_paths, resolve
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict, Rules, TaskDict
 from app.graph.test_plan import command_for
@@ -41,6 +39,7 @@ from app.llm.scope import current_scope
 from app.persistence.context_store import ContextStore
 from app.schemas.domain import CodingStep, Recovery, StepResult, StepType
 from app.texts import texts
+from app.texts.clip import clip
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from app.graph import chat, prompts, report
-from app.graph.nodes._common import NodeRuntime, run_key, run_language, task_of
+from app.graph.run_state import NodeRuntime, run_key, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError

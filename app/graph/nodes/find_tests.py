@@ -17,7 +17,7 @@ from langgraph.types import interrupt
 
 from app.agents.test_command import TestCommand, command_from_environment, detect_test_command
 from app.graph.approval import answer_text
-from app.graph.nodes._common import NodeRuntime, current_thread_id, emit, run_language, task_of
+from app.graph.run_state import NodeRuntime, current_thread_id, emit, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import PlannedTestsDict
 from app.graph.test_plan import command_from_answer, from_plan, to_plan

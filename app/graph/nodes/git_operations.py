@@ -25,27 +25,25 @@ from app.agents.confinement import WorkspaceEscapeError
 from app.agents.control import should_detach
 from app.agents.workspace import StepBrief
 from app.graph import step_changes
-from app.graph.answers import read_approval
+from app.graph.agent_handover import kb_env, number_steps, task_brief
 from app.graph.approval import Modification, classify_modification
-from app.graph.nodes._common import (
+from app.graph.report import changed_files
+from app.graph.run_state import (
     NodeRuntime,
-    clip,
     cloud_allowed,
     current_goal,
     current_thread_id,
     emit,
-    kb_env,
-    number_steps,
     reset_step_counters,
     run_language,
-    task_brief,
     task_of,
 )
-from app.graph.report import changed_files
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import Rules
+from app.graph.user_answers import read_approval
 from app.schemas.domain import CodingStep, StepType
 from app.texts import Texts, texts
+from app.texts.clip import clip
 
 GIT_TIMEOUT_SECONDS = 300
 

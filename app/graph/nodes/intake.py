@@ -9,17 +9,11 @@ from typing import Any
 
 from app.agents.workspace import render_environment
 from app.graph import chat
+from app.graph.agent_handover import workspace_root
 from app.graph.classification import certain_classification, classify
-from app.graph.nodes._common import (
-    NodeRuntime,
-    clarification_text,
-    current_thread_id,
-    identity,
-    run_language,
-    task_of,
-    workspace_root,
-)
+from app.graph.prompt_context import clarification_text, identity
 from app.graph.request_scope import scope_of
+from app.graph.run_state import NodeRuntime, current_thread_id, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.kb.prefetch import fetch_project_context
 from app.llm.scope import cloud_request

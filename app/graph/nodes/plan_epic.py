@@ -13,9 +13,11 @@ from typing import Any
 
 from app.agents.confinement import WorkspaceEscapeError
 from app.graph import chat, design_doc, prompts, step_changes
-from app.graph.nodes._common import NodeRuntime, clip, planning_context, run_language, task_of
+from app.graph.prompt_context import planning_context
+from app.graph.run_state import NodeRuntime, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.schemas.domain import DesignPlan, GoalPlan, RecoveryAction
+from app.texts.clip import clip
 
 log = logging.getLogger(__name__)
 

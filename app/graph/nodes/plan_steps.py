@@ -11,19 +11,11 @@ import logging
 from typing import Any
 
 from app.graph import prompts
+from app.graph.agent_handover import number_steps, workspace_root
 from app.graph.goals import finished_ids
-from app.graph.nodes._common import (
-    NodeRuntime,
-    cloud_allowed,
-    current_goal,
-    number_steps,
-    planning_context,
-    reset_step_counters,
-    run_language,
-    task_of,
-    workspace_root,
-)
+from app.graph.prompt_context import planning_context
 from app.graph.request_scope import scope_of
+from app.graph.run_state import NodeRuntime, cloud_allowed, current_goal, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.step_cleanup import cleaned_steps
 from app.llm.errors import HeartbeatTimeoutError, LlmJsonError

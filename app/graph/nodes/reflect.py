@@ -4,7 +4,7 @@ From the `REFLECTION_FROM_ATTEMPT`-th failure of a step on, the LLM reads the st
 (failing tests, review issues, forbidden files), the agent's summary and last output, the step's
 diff and the attempt number, and answers with spec 000's keys; earlier failures are retried with
 the failure itself as feedback, without that call (the agent sees the failing tests' output, as
-a bare agent's test loop would show it). `app/graph/recovery.py` holds every decision to the caps
+a bare agent's test loop would show it). `app/graph/failure_recovery.py` holds every decision to the caps
 and notices a failure that repeats an earlier attempt's exactly; without a readable answer it falls
 back (retry with the raw failure, then ask the user). Skipping, replanning and stopping undo the
 failed step's changes here, so a later commit holds only finished work.
@@ -15,15 +15,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from app.graph import prompts, recovery, step_changes
+from app.graph import failure_recovery, prompts, step_changes
 from app.graph.decisions import apply_decision
-from app.graph.nodes._common import NodeRuntime, clip, current_step, emit, run_language, task_of
+from app.graph.run_state import NodeRuntime, current_step, emit, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
 from app.persistence.context_store import ContextStore
 from app.schemas.domain import CheckStatus, CodingStep, Evaluation, Reflection
 from app.texts import texts
+from app.texts.clip import clip
 
 log = logging.getLogger(__name__)
 
@@ -55,14 +56,14 @@ async def reflect(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, A
     evaluation = Evaluation.model_validate(state.get("evaluation") or {"acceptable": False})
     attempt = state.get("attempt", 1)
     goal_index = state.get("current_goal_index", 0)
-    caps = recovery.Caps.from_settings(ctx.settings)
+    caps = failure_recovery.Caps.from_settings(ctx.settings)
     language = run_language(state, ctx.settings)
     t = texts(language)
     failure = evaluation.feedback or last.get("summary", "") or t.step_failed
     task = task_of(state)
     workspace = ctx.workspaces.resolve(task["workspace_path"])
     diff = await step_changes.diff(ctx.snapshots, workspace, last["base_tree"]) if last.get("base_tree") else ""
-    signature = recovery.failure_signature(failure, diff)
+    signature = failure_recovery.failure_signature(failure, diff)
     repeats = sum(1 for f in state.get("failures") or [] if f.get("signature") == signature
                   and (f["goal_index"], f["step_index"]) == (goal_index, step.index))
     reflected = attempt >= ctx.settings.reflection_from_attempt
@@ -81,12 +82,12 @@ async def reflect(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, A
         except BudgetExceededError as exc:  # no more LLM calls: stop, with the failed step undone
             await step_changes.discard(ctx.snapshots, workspace, last.get("base_tree"))
             return {"halt": {"kind": "budget", "message": t.halt_budget.format(reason=exc)}}
-    facts = recovery.FailedStep(goal_index=goal_index, step_index=step.index, attempt=attempt,
+    facts = failure_recovery.FailedStep(goal_index=goal_index, step_index=step.index, attempt=attempt,
                                 critical=step.critical, extra_attempts=state.get("extra_attempts", 0),
                                 cap_asked=state.get("cap_asked", False), replans=state.get("replans", 0),
                                 questions=state.get("questions", 0), repeats=repeats)
     failed = {c.name for c in evaluation.checks if c.status in (CheckStatus.FAILED, CheckStatus.BLOCKED)}
-    decision = recovery.decide(suggestion, facts, caps, failure=failure, reflected=reflected,
+    decision = failure_recovery.decide(suggestion, facts, caps, failure=failure, reflected=reflected,
                                repeat_hint=t.recovery_repeat_hint, tests_only=failed == {"tests"})
     emit({"type": "reflection", **decision.model_dump(mode="json", exclude={"failure"}),
           "failure": clip(failure, 500)})

@@ -11,21 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from app.graph import progress, prompts
+from app.graph.agent_handover import number_steps
 from app.graph.goals import finished_ids
-from app.graph.nodes._common import (
-    NodeRuntime,
-    clip,
-    cloud_allowed,
-    current_goal,
-    number_steps,
-    planning_context,
-    reset_step_counters,
-    run_language,
-    task_of,
-)
+from app.graph.prompt_context import planning_context
+from app.graph.run_state import NodeRuntime, cloud_allowed, current_goal, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.step_cleanup import cleaned_steps
 from app.schemas.domain import GoalPlan, Recovery, StepPlan
+from app.texts.clip import clip
 
 GOAL_LEVEL = frozenset({"epic", "generative"})
 

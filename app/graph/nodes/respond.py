@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.graph import prompts
-from app.graph.nodes._common import NodeRuntime, answer_context, run_language, task_of
+from app.graph.prompt_context import answer_context
+from app.graph.run_state import NodeRuntime, run_language, task_of
 from app.graph.state import OrchestratorState
 
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from app.graph import step_changes, verification
-from app.graph.nodes._common import NodeRuntime, clip, reset_step_counters, run_language, task_of
 from app.graph.report import tests_line
+from app.graph.run_state import NodeRuntime, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import EpicReviewDict, GoalDict
 from app.schemas.domain import Complexity, ReviewVerdict
 from app.texts import texts
+from app.texts.clip import clip
 
 
 def goals_text(state: OrchestratorState) -> str:

@@ -21,7 +21,7 @@ from langgraph.pregel import Pregel
 
 from app.agents.snapshots import SnapshotError
 from app.graph.guards import Node
-from app.graph.nodes._common import NodeRuntime, current_thread_id, reset_step_counters, task_of
+from app.graph.run_state import NodeRuntime, current_thread_id, reset_step_counters, task_of
 from app.graph.state import OrchestratorState
 from app.graph.waves import goal_branch, worktree_path
 

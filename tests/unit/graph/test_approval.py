@@ -62,7 +62,8 @@ def test_is_refusal_is_true_when_negation_uses_a_typographic_apostrophe(phrase: 
          "explicit-yes-word-english", "yes-word-with-refusal", "blank-text-flag", "bare-true", "bare-false",
          "bare-yes-text", "bare-no-text", "bare-unrelated-text", "none"],
 )
-def test_is_approved_takes_only_a_yes_the_words_give_and_the_flag_only_without_words(decision: Any, expected: bool) -> None:
+def test_is_approved_takes_only_a_yes_the_words_give_and_the_flag_only_without_words(decision: Any,
+                                                                                     expected: bool) -> None:
     assert is_approved(decision) is expected
 
 
@@ -124,7 +125,8 @@ def _no(reason: str | None = None) -> ApprovalDecision:
     ],
     ids=["yes-but-branch", "yes-but-add-step", "no-with-reason", "yes-restated", "ano", "schvaluji",
          "ok-flag-false", "jo-flag-false", "neschvaluji-flag-true", "ne", "nechci", "english-yes-but",
-         "english-no-with-reason", "no-dont", "ne-nedelej-to", "no-dont-with-reason", "empty-reason-flag-true", "no-reason-flag-false", "kotlin-modification",
+         "english-no-with-reason", "no-dont", "ne-nedelej-to", "no-dont-with-reason", "empty-reason-flag-true",
+         "no-reason-flag-false", "kotlin-modification",
          "kotlin-modification-with-yes", "bare-true", "bare-false", "bare-text-yes", "bare-text-no", "none"],
 )
 def test_interpret_approval_reads_yes_or_no_and_the_condition_when_the_head_says_it(

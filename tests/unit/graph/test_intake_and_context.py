@@ -13,8 +13,8 @@ from langgraph.runtime import Runtime
 
 from app.config import Settings
 from app.graph.context import RunContext
-from app.graph.nodes._common import run_language
 from app.graph.nodes.finalize import finalize
+from app.graph.run_state import run_language
 from app.llm.budget import BudgetLimits, BudgetTracker, Usage
 from app.llm.scope import LlmScope, use_scope
 from app.texts import CS, EN, Texts

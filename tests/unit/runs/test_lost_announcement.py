@@ -20,9 +20,9 @@ from app.persistence import runs as runs_module
 from app.persistence.lock import OrchestrationLock
 from app.persistence.runs import RunStore
 from app.runs.admission import Admission
+from app.runs.crash_recovery import RecoveryService
 from app.runs.ending import RunEnding
 from app.runs.lifecycle import RunDriver
-from app.runs.recovery import RecoveryService
 from app.schemas.kotlin import StatusPush
 from tests.fixtures.kotlin_server import FakeKotlinServer
 from tests.fixtures.outbox import PushRig, push_rig

@@ -12,7 +12,7 @@ from app.persistence import runs as runs_module
 from app.persistence.lock import OrchestrationLock
 from app.persistence.runs import RunRecord, RunStore
 from app.runs.admission import Admission, Slot
-from app.runs.recovery import RecoveryService
+from app.runs.crash_recovery import RecoveryService
 
 Db = AsyncDatabase[dict[str, Any]]
 

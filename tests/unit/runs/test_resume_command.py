@@ -1,4 +1,4 @@
-"""Answering one of several questions asked at once (app/runs/answers.py `resume_command`), on a
+"""Answering one of several questions asked at once (app/runs/resume.py `resume_command`), on a
 real LangGraph graph whose two parallel branches each ask: the first answer reaches the first
 question only, the second question is asked again, and its answer ends the run."""
 
@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send, interrupt
 
-from app.runs.answers import resume_command
+from app.runs.resume import resume_command
 
 
 class State(TypedDict, total=False):
