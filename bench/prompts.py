@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from app.graph import prompts
-from app.graph.nodes.execute_step import render_instructions
+from app.graph.prompts import render_instructions
 from app.graph.state_parts import GoalDict, Rules, TaskDict
 from app.llm.provider import Message, count_tokens
 from app.schemas.domain import CodingStep

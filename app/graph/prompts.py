@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
+from app.graph.state_parts import GoalDict, Rules, TaskDict
 from app.llm.provider import Message
+from app.schemas.domain import CodingStep
 
 _LANGUAGES = {"cs": "Czech", "en": "English", "sk": "Slovak", "de": "German"}
 
@@ -312,3 +314,57 @@ def interpret_recovery_answer(*, question: str, answer: str) -> list[Message]:
         f"retry into hint.\nReply with JSON only: {RECOVERY_ANSWER_SCHEMA}"
     )
     return [_system("interpret_answer", body), _user([("Question", question), ("Answer", answer)])]
+
+
+# --- a coding agent's instructions (execute_step) ---------------------------------------------
+
+#: Measured with Aider on the embedded model (bench/exercises, leap, pangram, bob): without it the model
+#: explains its change, repeats the tests and shows usage (298-569 output tokens, 112-161 s at 7 tokens/s);
+#: with it 58-127 tokens (38-50 s), and pangram passed where the long answer broke the file.
+BRIEF_REPLY = ("Reply with the changed files only: no explanation, no usage examples, no tests the task does not "
+               "ask for.")
+
+
+def render_instructions(step: CodingStep, goal: GoalDict, task: TaskDict, rules: Rules, *, single_goal: bool,
+                        earlier: str = "", findings: str = "", feedback: str = "", conversation: str = "",
+                        tests: list[str] | None = None, test_command: str | None = None, tests_readable: bool = False,
+                        conditions: list[str] | None = None) -> str:
+    """The agent's instructions: the step, its files, the tests that judge it and the rules once,
+    then what it needs to know of the rest (the whole request only when the step is a part of it,
+    earlier steps summarised, the conversation before the request), and last what went wrong in
+    the previous attempt. The stable part comes first, so a retry's prompt starts like the first
+    attempt's and a local model server reuses its cached prefix."""
+    files = "\n".join(f"- {f}" for f in step.files) or "- (decide yourself)"
+    forbidden = ", ".join(rules.get("forbidden_files", [])) or "-"
+    report = ("- This step inspects or runs something: change no file; put what you found in the summary.\n"
+              if not step.expects_changes else "")
+    part_of_request = step.instructions.strip() != task["query"].strip()
+    sections = [
+        f"# Task\n\n{step.instructions}",
+        f"## Files to change\n{files}",
+        covering_tests_section(tests or [], test_command, readable=tests_readable),
+        f"## Rules\n- Do not run git commands; the orchestrator commits after the user approves.\n"
+        f"- Never touch files matching: {forbidden}\n{report}"
+        f"- {BRIEF_REPLY}\n"
+        + "".join(f"- The user's condition: {c}\n" for c in conditions or []),
+        f"## Whole request (this step is one part of it)\n{task['query']}" if part_of_request else "",
+        f"## Goal of this part\n{goal['title']}\n{goal.get('description', '')}".rstrip()
+        if not single_goal else "",
+        f"## Earlier steps (done)\n{earlier}" if earlier else "",
+        f"## Findings of earlier steps\n{findings}" if findings else "",
+        f"## Conversation before this request\n{conversation}" if conversation else "",
+        feedback,
+    ]
+    return "\n\n".join(part for part in sections if part) + "\n"
+
+
+def covering_tests_section(tests: list[str], command: str | None, *, readable: bool = False) -> str:
+    """Which tests judge the step, named from the first attempt on (a bare agent learns of them
+    from a failed run), and that they are not to be changed; `readable`: the agent has them as
+    read-only files, to read for the exact behaviour and messages expected."""
+    run = f" The orchestrator runs `{command}` after your change." if command else ""
+    if not tests:
+        return f"## Tests\nMake the project's tests pass.{run} Do not change test files." if command else ""
+    names = ", ".join(tests)
+    read = " (read them for the exact behaviour and messages expected)" if readable else ""
+    return f"## Tests\nThe tests in {names} cover this change{read}: make them pass.{run} Do not change test files."

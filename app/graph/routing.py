@@ -12,6 +12,7 @@ from langgraph.types import Send
 
 from app.graph.goals import finished_ids
 from app.graph.report import changed_files
+from app.graph.run_state import Position
 from app.graph.state import OrchestratorState
 from app.schemas.domain import RecoveryAction
 
@@ -102,10 +103,10 @@ def route_after_execute(state: OrchestratorState) -> Literal["evaluate", "git_op
 def next_after_step(state: OrchestratorState) -> NextAfterStep:
     """Where a finished (or skipped) step leads: its goal's next step, the goal's summary (then the
     next goal), or git."""
-    if state.get("current_step_index", 0) + 1 < len(state.get("steps") or []):
+    if Position.of(state).current_step_index + 1 < len(state.get("steps") or []):
         return "advance_step"
     goals = state.get("goals") or []
-    index = state.get("current_goal_index", 0)
+    index = Position.of(state).current_goal_index
     if index < len(goals) and not _summarised(state) and (
             len(goals) > 1 or state.get("task_category") in ("epic", "generative")):
         return "advance_goal"  # every goal of a plan of goals is summarised, the last one too
@@ -114,7 +115,7 @@ def next_after_step(state: OrchestratorState) -> NextAfterStep:
 
 def _summarised(state: OrchestratorState) -> bool:
     """Whether the current goal already has its summary (the last goal's stays current)."""
-    goal = (state.get("goals") or [])[state.get("current_goal_index", 0)]
+    goal = (state.get("goals") or [])[Position.of(state).current_goal_index]
     return goal["id"] in finished_ids(state)
 
 

@@ -34,7 +34,7 @@ class TaskDict(TypedDict):
     builds the budget tracker from it on every segment."""
 
 
-#: Rules as the helpers read them: a RulesDict, or a part of one (`state.get("rules", {})`); every
+#: Rules as the helpers read them: a RulesDict, or a part of one (`rules_of(state)`); every
 #: key is read with its ProjectRules default.
 Rules = Mapping[str, Any]
 

@@ -17,7 +17,7 @@ from app.graph import design_doc
 from app.graph.approval import classify_modification
 from app.graph.goals import GoalOrder, plan_order
 from app.graph.progress import tests_note
-from app.graph.run_state import NodeRuntime, run_key, run_language, task_of
+from app.graph.run_state import Attempts, NodeRuntime, Position, run_key, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict
 from app.graph.user_answers import read_approval
@@ -59,7 +59,7 @@ def plan_description(order: GoalOrder, *, finished: int, header: str, t: Texts) 
 
 async def approve_plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
-    finished = state.get("current_goal_index", 0)
+    finished = Position.of(state).current_goal_index
     order = plan_order(state.get("goals") or [], finished=finished)
     goals, waves = order.goals, order.waves
     generative = state.get("task_category") == "generative"
@@ -98,7 +98,7 @@ async def approve_plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
         ctx.context_store.save_nowait(run_key(state), "epic", "plan", f"{len(goals)} goals in {len(waves)} waves",
                                       {"goals": goals, "waves": waves})
         return updates
-    if answer.reason and state.get("replans", 0) < ctx.settings.recovery_max_replans:
+    if answer.reason and Attempts.of(state).replans < ctx.settings.recovery_max_replans:
         ask = Recovery(action=RecoveryAction.REPLANNING, failure=answer.reason, source="user")
         return {"recovery": ask.model_dump(mode="json"), "user_conditions": [answer.reason]}
     if drafted:  # refused for good: the document it wrote goes too

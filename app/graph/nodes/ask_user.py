@@ -12,7 +12,7 @@ from langgraph.types import interrupt
 from app.graph import failure_recovery
 from app.graph.approval import answer_text
 from app.graph.decisions import apply_decision
-from app.graph.run_state import NodeRuntime, current_step, run_language, task_of
+from app.graph.run_state import Attempts, NodeRuntime, current_step, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.user_answers import read_recovery_choice
 from app.schemas.domain import CodingStep, Recovery, RecoveryAction
@@ -40,7 +40,7 @@ async def ask_user(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
     step = CodingStep.model_validate(current_step(state))
     language = run_language(state, ctx.settings)
     caps = failure_recovery.Caps.from_settings(ctx.settings)
-    at_cap = asked.attempt >= caps.max_attempts + state.get("extra_attempts", 0)
+    at_cap = asked.attempt >= caps.max_attempts + Attempts.of(state).extra_attempts
     text = question(asked, step, language, at_cap=at_cap)
     answer = answer_text(interrupt({
         "type": "clarification", "action": "clarify", "description": text, "task_id": task_of(state)["id"],
@@ -48,12 +48,12 @@ async def ask_user(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
         "options": ["retry", "skip_step", "replanning", "stop"],
     }))
     action, hint = await read_recovery_choice(ctx.llm, answer, question=text)
-    updates: dict[str, Any] = {"questions": state.get("questions", 0) + 1,
-                               "cap_asked": state.get("cap_asked", False) or at_cap}
-    if action == RecoveryAction.REPLANNING and state.get("replans", 0) >= caps.max_replans:
+    updates: dict[str, Any] = {"questions": Attempts.of(state).questions + 1,
+                               "cap_asked": Attempts.of(state).cap_asked or at_cap}
+    if action == RecoveryAction.REPLANNING and Attempts.of(state).replans >= caps.max_replans:
         action, hint = RecoveryAction.STOP, ""  # the user's replan cannot go past the cap either
     if action in failure_recovery.RETRIES and at_cap:
-        updates["extra_attempts"] = state.get("extra_attempts", 0) + 1  # the user grants one more
+        updates["extra_attempts"] = Attempts.of(state).extra_attempts + 1  # the user grants one more
     decided = Recovery.model_validate(asked.model_dump() | {  # validated: the action is an enum again
         "action": action, "hint": hint or asked.hint, "source": "user", "note": f"user: {clip(answer, 200)}"})
     return updates | await apply_decision(state, runtime, decided)

@@ -11,7 +11,7 @@ from typing import Any
 from langgraph.types import interrupt
 
 from app.graph.approval import answer_text
-from app.graph.run_state import NodeRuntime, task_of
+from app.graph.run_state import Attempts, NodeRuntime, task_of
 from app.graph.state import OrchestratorState
 
 
@@ -28,6 +28,6 @@ async def clarify(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, A
     )
     return {
         "clarification_response": {"questions": questions, "answer": answer_text(decision)},
-        "clarification_rounds": state.get("clarification_rounds", 0) + 1,
+        "clarification_rounds": Attempts.of(state).clarification_rounds + 1,
         "needs_clarification": False,
     }

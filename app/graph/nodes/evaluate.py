@@ -16,7 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from app.graph import integrity, request_scope, step_changes, verification
-from app.graph.run_state import NodeRuntime, current_goal, current_step, current_thread_id, emit, run_language, task_of
+from app.graph.run_state import (
+    Attempts,
+    NodeRuntime,
+    Position,
+    current_goal,
+    current_step,
+    current_thread_id,
+    emit,
+    rules_of,
+    run_language,
+    task_of,
+)
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import Rules, StepResultDict, TaskDict
 from app.graph.test_plan import command_for
@@ -72,7 +83,7 @@ def evaluate_result(result: Mapping[str, Any], rules: Rules, language: str = "en
 async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
     last = state["step_results"][-1]
-    rules = state.get("rules", {})
+    rules = rules_of(state)
     language = run_language(state, ctx.settings)
     t = texts(language)
     checks = basic_checks(last, rules, t)
@@ -149,7 +160,7 @@ async def _tests(state: OrchestratorState, runtime: NodeRuntime, step: CodingSte
     emit({"type": "tests_start", "command": command.label()})
     run = await verification.run_tests(
         ctx, command=command, workspace=workspace, step=step, thread_id=current_thread_id(),
-        task=task_of(state), goal_index=state.get("current_goal_index", 0), attempt=state.get("attempt", 1),
+        task=task_of(state), goal_index=Position.of(state).current_goal_index, attempt=Attempts.of(state).attempt,
         on_log=lambda line: emit({"type": "agent_log", "agent": "tests", "line": line}),
         longest=state.get("test_seconds"))
     if run.seconds is not None:

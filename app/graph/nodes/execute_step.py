@@ -15,21 +15,24 @@ from app.agents.workspace import StepBrief, WorkspaceError
 from app.clients.kotlin import TrackerError
 from app.graph import chat, prompts, step_changes
 from app.graph.agent_handover import kb_env, task_brief
+from app.graph.earlier_steps import FINDINGS_CHARS, earlier_steps
 from app.graph.prompt_context import answer_context
-from app.graph.report import done_slots
 from app.graph.request_scope import covering_tests, is_test_file, list_files, named_paths, resolve
 from app.graph.run_state import (
+    Attempts,
     NodeRuntime,
+    Position,
+    WorkDone,
     current_goal,
     current_step,
     current_thread_id,
     emit,
+    rules_of,
     run_key,
     run_language,
     task_of,
 )
 from app.graph.state import OrchestratorState
-from app.graph.state_parts import GoalDict, Rules, TaskDict
 from app.graph.test_plan import command_for
 from app.graph.tracker_ops import TrackerCall, carry_out
 from app.kb.prefetch import prefetch_kb_context
@@ -43,25 +46,18 @@ from app.texts.clip import clip
 
 log = logging.getLogger(__name__)
 
-#: Measured with Aider on the embedded model (bench/exercises, leap, pangram, bob): without it the model
-#: explains its change, repeats the tests and shows usage (298-569 output tokens, 112-161 s at 7 tokens/s);
-#: with it 58-127 tokens (38-50 s), and pangram passed where the long answer broke the file.
-BRIEF_REPLY = ("Reply with the changed files only: no explanation, no usage examples, no tests the task does not "
-               "ask for.")
-FINDINGS_CHARS = 1500
 CONVERSATION_CHARS = 1500
 FEEDBACK_CHARS = 3000
-EARLIER_CHARS = 1500
 
 
 def retry_feedback(state: OrchestratorState, step: CodingStep, language: str) -> str:
     """What went wrong last time, for the next attempt of the same step (empty on a first attempt)."""
     raw = state.get("recovery")
-    attempt = state.get("attempt", 1)
+    attempt = Attempts.of(state).attempt
     if not raw or attempt <= 1:
         return ""
     recovery = Recovery.model_validate(raw)
-    if (recovery.goal_index, recovery.step_index) != (state.get("current_goal_index", 0), step.index):
+    if (recovery.goal_index, recovery.step_index) != (Position.of(state).current_goal_index, step.index):
         return ""
     lines = [f"## {texts(language).retry_section.format(attempt=recovery.attempt)}",
              clip(recovery.failure, FEEDBACK_CHARS)]
@@ -71,96 +67,18 @@ def retry_feedback(state: OrchestratorState, step: CodingStep, language: str) ->
         lines.append(f"Do differently: {recovery.hint}")
     lines.append("Your previous change is still in the files: fix it so that the tests pass." if recovery.keep_changes
                  else "The workspace was reset to its state before this step.")
-    lines.append(BRIEF_REPLY)  # a long failure invites a long answer: said again, last
+    lines.append(prompts.BRIEF_REPLY)  # a long failure invites a long answer: said again, last
     return "\n".join(lines)
 
 
 def keeps_changes(state: OrchestratorState, step: CodingStep) -> bool:
     """Whether this attempt works on top of the failed one's change (see `Recovery.keep_changes`)."""
     raw = state.get("recovery")
-    if not raw or state.get("attempt", 1) <= 1:
+    if not raw or Attempts.of(state).attempt <= 1:
         return False
     recovery = Recovery.model_validate(raw)
     return recovery.keep_changes and (recovery.goal_index, recovery.step_index) == (
-        state.get("current_goal_index", 0), step.index)
-
-
-def earlier_findings(state: OrchestratorState, goal_index: int, step_index: int) -> str:
-    """What inspect / analyse steps of this goal found, for the steps after them."""
-    found = {}
-    for result in state.get("step_results", []):
-        if (result.get("goal_index", 0) == goal_index and result["step_index"] < step_index
-                and result.get("success") and result.get("findings")):
-            found[result["step_index"]] = f"- step {result['step_index'] + 1}: {result['findings']}"
-    return clip("\n".join(found[i] for i in sorted(found)), FINDINGS_CHARS)
-
-
-def render_instructions(step: CodingStep, goal: GoalDict, task: TaskDict, rules: Rules, *, single_goal: bool,
-                        earlier: str = "", findings: str = "", feedback: str = "", conversation: str = "",
-                        tests: list[str] | None = None, test_command: str | None = None, tests_readable: bool = False,
-                        conditions: list[str] | None = None) -> str:
-    """The agent's instructions: the step, its files, the tests that judge it and the rules once,
-    then what it needs to know of the rest (the whole request only when the step is a part of it,
-    earlier steps summarised, the conversation before the request), and last what went wrong in
-    the previous attempt. The stable part comes first, so a retry's prompt starts like the first
-    attempt's and a local model server reuses its cached prefix."""
-    files = "\n".join(f"- {f}" for f in step.files) or "- (decide yourself)"
-    forbidden = ", ".join(rules.get("forbidden_files", [])) or "-"
-    report = ("- This step inspects or runs something: change no file; put what you found in the summary.\n"
-              if not step.expects_changes else "")
-    part_of_request = step.instructions.strip() != task["query"].strip()
-    sections = [
-        f"# Task\n\n{step.instructions}",
-        f"## Files to change\n{files}",
-        covering_tests_section(tests or [], test_command, readable=tests_readable),
-        f"## Rules\n- Do not run git commands; the orchestrator commits after the user approves.\n"
-        f"- Never touch files matching: {forbidden}\n{report}"
-        f"- {BRIEF_REPLY}\n"
-        + "".join(f"- The user's condition: {c}\n" for c in conditions or []),
-        f"## Whole request (this step is one part of it)\n{task['query']}" if part_of_request else "",
-        f"## Goal of this part\n{goal['title']}\n{goal.get('description', '')}".rstrip()
-        if not single_goal else "",
-        f"## Earlier steps (done)\n{earlier}" if earlier else "",
-        f"## Findings of earlier steps\n{findings}" if findings else "",
-        f"## Conversation before this request\n{conversation}" if conversation else "",
-        feedback,
-    ]
-    return "\n\n".join(part for part in sections if part) + "\n"
-
-
-def covering_tests_section(tests: list[str], command: str | None, *, readable: bool = False) -> str:
-    """Which tests judge the step, named from the first attempt on (a bare agent learns of them
-    from a failed run), and that they are not to be changed; `readable`: the agent has them as
-    read-only files, to read for the exact behaviour and messages expected."""
-    run = f" The orchestrator runs `{command}` after your change." if command else ""
-    if not tests:
-        return f"## Tests\nMake the project's tests pass.{run} Do not change test files." if command else ""
-    names = ", ".join(tests)
-    read = " (read them for the exact behaviour and messages expected)" if readable else ""
-    return f"## Tests\nThe tests in {names} cover this change{read}: make them pass.{run} Do not change test files."
-
-
-def earlier_work(state: OrchestratorState, goal_index: int, step_index: int) -> str:
-    """Earlier goals and the finished steps of this goal, one line each: what they did and which
-    files they changed (the agents' own output stays out of the next agent's prompt)."""
-    lines = [f"- goal {s['title']}: " + (", ".join(s.get("changed_files", [])) or "no files changed")
-             for s in state.get("goal_summaries") or []]
-    for result in done_slots(state):
-        if result.get("goal_index", 0) == goal_index and result["step_index"] < step_index:
-            files = ", ".join(result.get("changed_files", [])) or "no files changed"
-            lines.append(f"- step {result['step_index'] + 1}: {clip(str(result.get('title', '')), 150)} ({files})")
-    return clip("\n".join(lines), EARLIER_CHARS)
-
-
-def earlier_results(state: OrchestratorState, goal_index: int, step_index: int) -> str:
-    """What the finished steps before this one produced (answers, findings, summaries), for an
-    answer step that builds on them ("summarise what the analysis found")."""
-    lines = []
-    for result in sorted(done_slots(state), key=lambda r: (r.get("goal_index", 0), r["step_index"])):
-        if (result.get("goal_index", 0), result["step_index"]) < (goal_index, step_index):
-            said = result.get("findings") or result.get("summary") or ""
-            lines.append(f"- {clip(str(result.get('title', '')), 100)}: {clip(str(said), 600)}")
-    return clip("\n".join(lines), EARLIER_CHARS)
+        Position.of(state).current_goal_index, step.index)
 
 
 def conversation_before(state: OrchestratorState, query: str) -> str:
@@ -199,8 +117,8 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     """The step's result and its report warnings (another program ran it; its agent could not be stopped)."""
     ctx = runtime.context
     task = task_of(state)
-    goal_index = state.get("current_goal_index", 0)
-    attempt = state.get("attempt", 1)
+    goal_index = Position.of(state).current_goal_index
+    attempt = Attempts.of(state).attempt
     language = run_language(state, ctx.settings)
     workspace = ctx.workspaces.resolve(task["workspace_path"])
     kb = await prefetch_kb_context(ctx.kb, query=step.instructions[:500], client_id=task["client_id"],
@@ -208,17 +126,17 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     for warning in kb.warnings:
         emit({"type": "warning", "message": warning})
     agent = step.agent_type or "claude"
-    rules = state.get("rules", {})
+    rules = rules_of(state)
     goal = current_goal(state)
     scope = await asyncio.to_thread(step_files, workspace, step, task["query"])
+    earlier = earlier_steps(state, goal_index, step.index)
     tests = scope.tests
     command = command_for(state, workspace) if rules.get("require_tests") else None
     brief = StepBrief(
         agent_type=agent,
-        instructions=render_instructions(
+        instructions=prompts.render_instructions(
             step, goal, task, rules, single_goal=len(state.get("goals") or []) <= 1,
-            earlier=earlier_work(state, goal_index, step.index),
-            findings=earlier_findings(state, goal_index, step.index),
+            earlier=earlier.work, findings=earlier.findings,
             feedback=retry_feedback(state, step, language),
             conversation=conversation_before(state, task["query"]),
             tests=tests, test_command=command.label() if command else None,
@@ -307,11 +225,11 @@ def count_agent_tokens(agent: str, result: AgentResult) -> None:
 async def _respond(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> tuple[StepResult, str]:
     """An answer step. An LLM failure is a failed attempt (the reflection may retry it), not a crash."""
     ctx = runtime.context
-    base: dict[str, Any] = {"step_index": step.index, "goal_index": state.get("current_goal_index", 0),
-            "step_type": StepType.RESPOND, "attempt": state.get("attempt", 1), "revision": step.revision,
+    base: dict[str, Any] = {"step_index": step.index, "goal_index": Position.of(state).current_goal_index,
+            "step_type": StepType.RESPOND, "attempt": Attempts.of(state).attempt, "revision": step.revision,
             "title": clip(step.instructions, 120)}
     try:
-        earlier = earlier_results(state, base["goal_index"], step.index)
+        earlier = earlier_steps(state, base["goal_index"], step.index).results
         context = answer_context(state) + (f"\n\nEarlier steps of this task:\n{earlier}" if earlier else "")
         answer = (await ctx.llm.complete(prompts.execute_respond(
             instructions=step.instructions, task=task_of(state)["query"], context=context,
@@ -324,8 +242,8 @@ async def _respond(state: OrchestratorState, runtime: NodeRuntime, step: CodingS
 
 def _done_operations(state: OrchestratorState, step: CodingStep) -> set[int]:
     """Tracker operations an earlier attempt of this step already carried out."""
-    goal_index = state.get("current_goal_index", 0)
-    return {index for r in state.get("step_results", []) if r.get("goal_index", 0) == goal_index
+    goal_index = Position.of(state).current_goal_index
+    return {index for r in WorkDone.of(state).step_results if r.get("goal_index", 0) == goal_index
             and r["step_index"] == step.index and r.get("step_type") == StepType.TRACKER
             for index in r.get("completed_operations", [])}
 
@@ -337,7 +255,7 @@ async def _tracker(state: OrchestratorState, runtime: NodeRuntime, step: CodingS
     ctx = runtime.context
     task = task_of(state)
     t = texts(run_language(state, ctx.settings))
-    goal_index = state.get("current_goal_index", 0)
+    goal_index = Position.of(state).current_goal_index
     project = state.get("jervis_project_id") or task.get("project_id")
     completed = _done_operations(state, step)
     done: list[str] = []
@@ -369,7 +287,7 @@ async def _tracker(state: OrchestratorState, runtime: NodeRuntime, step: CodingS
         failures.append("no tracker operations planned")
     summary = "; ".join(done + not_done + [f"FAILED {f}" for f in failures])
     return StepResult(step_index=step.index, goal_index=goal_index, success=not failures,
-                      summary=summary, step_type=StepType.TRACKER, attempt=state.get("attempt", 1),
+                      summary=summary, step_type=StepType.TRACKER, attempt=Attempts.of(state).attempt,
                       revision=step.revision,
                       title=clip(step.instructions, 120), completed_operations=sorted(completed)), not_done
 

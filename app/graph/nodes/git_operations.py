@@ -29,12 +29,14 @@ from app.graph.agent_handover import kb_env, number_steps, task_brief
 from app.graph.approval import Modification, classify_modification
 from app.graph.report import changed_files
 from app.graph.run_state import (
+    Attempts,
     NodeRuntime,
     cloud_allowed,
     current_goal,
     current_thread_id,
     emit,
     reset_step_counters,
+    rules_of,
     run_language,
     task_of,
 )
@@ -105,7 +107,7 @@ def commit_plan(state: OrchestratorState, branch: str, files: list[str]) -> dict
     """`.jervis/git.json` of the commit: one commit titled by the task's goal, or for a plan of
     several goals one per finished goal in the order they were done, each with the goal's files as
     the goal left them (its recorded tree), the last one with the run's files as they are now."""
-    task, rules = task_of(state), state.get("rules", {})
+    task, rules = task_of(state), rules_of(state)
     trailer = f"Jervis-Thread: {current_thread_id() or task['id']}"
     goals = state.get("goals")
     title = commit_title(goals[0].get("title") if goals else None, task["query"], files)
@@ -161,7 +163,7 @@ def added_step(state: OrchestratorState, runtime: NodeRuntime, text: str, branch
                        preference=task_of(state).get("agent_preference", "auto"),
                        mapping=runtime.context.settings.agent_selection,
                        cloud_allowed=cloud_allowed(state), start=len(steps),
-                       revision=state.get("replans", 0))
+                       revision=Attempts.of(state).replans)
     return {"commit_approval": {"approved": True, "modification": text, "branch": branch},
             "steps": steps + new, "current_step_index": len(steps), "user_conditions": [text],
             **reset_step_counters()}
@@ -170,7 +172,7 @@ def added_step(state: OrchestratorState, runtime: NodeRuntime, text: str, branch
 async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
     task = task_of(state)
-    rules = state.get("rules", {})
+    rules = rules_of(state)
     t = texts(run_language(state, ctx.settings))
     files = changed_files(state)
     if not files:
@@ -232,7 +234,7 @@ def _condition(state: OrchestratorState, runtime: NodeRuntime, text: str, branch
     """What a condition on an approved commit changes: the branch, one more step, or a note."""
     rule = classify_modification(text)
     if rule.kind == "branch":
-        chosen, warning = apply_branch_rule(branch, rule, state.get("rules", {}), task_of(state)["id"],
+        chosen, warning = apply_branch_rule(branch, rule, rules_of(state), task_of(state)["id"],
                                             texts(run_language(state, runtime.context.settings)))
         return chosen, {"user_conditions": [text], **({"warnings": [warning]} if warning else {})}
     if rule.kind == "add_step" and not halted:

@@ -13,7 +13,7 @@ from app.graph.agent_handover import workspace_root
 from app.graph.classification import certain_classification, classify
 from app.graph.prompt_context import clarification_text, identity
 from app.graph.request_scope import scope_of
-from app.graph.run_state import NodeRuntime, current_thread_id, run_language, task_of
+from app.graph.run_state import Attempts, NodeRuntime, current_thread_id, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.kb.prefetch import fetch_project_context
 from app.llm.scope import cloud_request
@@ -50,7 +50,7 @@ async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
         result, warnings = await classify(
             ctx.llm, query=task["query"], context=context, recent=chat.recent_messages(state, 5),
             clarification=clarification, language=language, workspace=root is not None)
-    rounds = state.get("clarification_rounds", 0)
+    rounds = Attempts.of(state).clarification_rounds
     needs = (not result.goal_clear and bool(result.clarification_questions)
              and rounds < ctx.settings.clarification_max_rounds)
     return updates | {

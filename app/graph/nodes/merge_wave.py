@@ -17,7 +17,7 @@ from typing import Any
 
 from app.agents.snapshots import SnapshotError
 from app.graph import verification
-from app.graph.run_state import NodeRuntime, current_thread_id, emit, run_language, task_of
+from app.graph.run_state import NodeRuntime, current_thread_id, emit, rules_of, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict, WaveDict, WaveGoalDict
 from app.graph.test_plan import command_for
@@ -74,7 +74,7 @@ async def merge_wave(state: OrchestratorState, runtime: NodeRuntime) -> dict[str
     updates: dict[str, Any] = {"wave": None, "wave_goals": out, "goal_summaries": summaries}
     if halt is not None:
         return updates | {"halt": halt}
-    if state.get("rules", {}).get("require_tests") and tree != wave["base_tree"]:
+    if rules_of(state).get("require_tests") and tree != wave["base_tree"]:
         failing = await _tests_on_merged(state, runtime, wave, t)
         if failing is not None:
             updates["goals"] = [*state["goals"], failing]

@@ -14,7 +14,7 @@ from typing import Any
 from app.agents.confinement import WorkspaceEscapeError
 from app.graph import chat, design_doc, prompts, step_changes
 from app.graph.prompt_context import planning_context
-from app.graph.run_state import NodeRuntime, run_language, task_of
+from app.graph.run_state import Attempts, NodeRuntime, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.schemas.domain import DesignPlan, GoalPlan, RecoveryAction
 from app.texts.clip import clip
@@ -51,7 +51,7 @@ async def design(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
     plan = await ctx.llm.complete_json(messages, DesignPlan, max_tokens=prompts.Cap.DESIGN)
     updates = _fresh([g.model_dump(mode="json") for g in plan.goals])
     if objection:
-        updates |= {"recovery": None, "replans": state.get("replans", 0) + 1}
+        updates |= {"recovery": None, "replans": Attempts.of(state).replans + 1}
     path = earlier["path"] if earlier else design_doc.place(workspace, task["query"])
     title = clip((task["query"].strip().splitlines() or ["Design"])[0], 100)
     try:

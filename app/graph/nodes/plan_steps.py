@@ -15,7 +15,16 @@ from app.graph.agent_handover import number_steps, workspace_root
 from app.graph.goals import finished_ids
 from app.graph.prompt_context import planning_context
 from app.graph.request_scope import scope_of
-from app.graph.run_state import NodeRuntime, cloud_allowed, current_goal, reset_step_counters, run_language, task_of
+from app.graph.run_state import (
+    Attempts,
+    NodeRuntime,
+    WorkDone,
+    cloud_allowed,
+    current_goal,
+    reset_step_counters,
+    run_language,
+    task_of,
+)
 from app.graph.state import OrchestratorState
 from app.graph.step_cleanup import cleaned_steps
 from app.llm.errors import HeartbeatTimeoutError, LlmJsonError
@@ -35,7 +44,7 @@ def other_goals(state: OrchestratorState) -> str:
 def done_before(state: OrchestratorState) -> str:
     return "\n".join(
         f"- {s['title']}: {s['summary']} (files: {', '.join(s.get('changed_files', [])) or '-'})"
-        for s in state.get("goal_summaries", [])
+        for s in WorkDone.of(state).goal_summaries
     )
 
 
@@ -64,5 +73,5 @@ async def plan_steps(state: OrchestratorState, runtime: NodeRuntime) -> dict[str
         updates["warnings"] = [texts(language).warning_plan_fallback.format(error=exc)]
     steps_json = number_steps(steps, complexity=goal.get("complexity"), preference=task.get("agent_preference", "auto"),
                               mapping=ctx.settings.agent_selection,
-                              cloud_allowed=cloud_allowed(state), revision=state.get("replans", 0))
+                              cloud_allowed=cloud_allowed(state), revision=Attempts.of(state).replans)
     return updates | {"steps": steps_json, "current_step_index": 0, **reset_step_counters()}

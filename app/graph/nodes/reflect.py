@@ -17,7 +17,7 @@ from typing import Any
 
 from app.graph import failure_recovery, prompts, step_changes
 from app.graph.decisions import apply_decision
-from app.graph.run_state import NodeRuntime, current_step, emit, run_language, task_of
+from app.graph.run_state import Attempts, NodeRuntime, Position, current_step, emit, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
@@ -54,8 +54,8 @@ async def reflect(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, A
     step = CodingStep.model_validate(current_step(state))
     last = state["step_results"][-1]
     evaluation = Evaluation.model_validate(state.get("evaluation") or {"acceptable": False})
-    attempt = state.get("attempt", 1)
-    goal_index = state.get("current_goal_index", 0)
+    attempt = Attempts.of(state).attempt
+    goal_index = Position.of(state).current_goal_index
     caps = failure_recovery.Caps.from_settings(ctx.settings)
     language = run_language(state, ctx.settings)
     t = texts(language)
@@ -83,9 +83,9 @@ async def reflect(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, A
             await step_changes.discard(ctx.snapshots, workspace, last.get("base_tree"))
             return {"halt": {"kind": "budget", "message": t.halt_budget.format(reason=exc)}}
     facts = failure_recovery.FailedStep(goal_index=goal_index, step_index=step.index, attempt=attempt,
-                                critical=step.critical, extra_attempts=state.get("extra_attempts", 0),
-                                cap_asked=state.get("cap_asked", False), replans=state.get("replans", 0),
-                                questions=state.get("questions", 0), repeats=repeats)
+                                critical=step.critical, extra_attempts=Attempts.of(state).extra_attempts,
+                                cap_asked=Attempts.of(state).cap_asked, replans=Attempts.of(state).replans,
+                                questions=Attempts.of(state).questions, repeats=repeats)
     failed = {c.name for c in evaluation.checks if c.status in (CheckStatus.FAILED, CheckStatus.BLOCKED)}
     decision = failure_recovery.decide(suggestion, facts, caps, failure=failure, reflected=reflected,
                                repeat_hint=t.recovery_repeat_hint, tests_only=failed == {"tests"})

@@ -14,7 +14,17 @@ from app.graph import progress, prompts
 from app.graph.agent_handover import number_steps
 from app.graph.goals import finished_ids
 from app.graph.prompt_context import planning_context
-from app.graph.run_state import NodeRuntime, cloud_allowed, current_goal, reset_step_counters, run_language, task_of
+from app.graph.run_state import (
+    Attempts,
+    NodeRuntime,
+    Position,
+    WorkDone,
+    cloud_allowed,
+    current_goal,
+    reset_step_counters,
+    run_language,
+    task_of,
+)
 from app.graph.state import OrchestratorState
 from app.graph.step_cleanup import cleaned_steps
 from app.schemas.domain import GoalPlan, Recovery, StepPlan
@@ -42,13 +52,13 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
     decision = Recovery.model_validate(state["recovery"])
     task = task_of(state)
     language = run_language(state, ctx.settings)
-    replans = state.get("replans", 0) + 1
+    replans = Attempts.of(state).replans + 1
     common = {"replans": replans, "recovery": None, **reset_step_counters(),
               "progress_floor": progress.monotonic(0.0, state, "replan")}
     if replans_goals(state):
         summarised = finished_ids(state)
-        finished = [g for g in state.get("goals", []) if g["id"] in summarised]  # goals of a wave end in any order
-        summaries = "\n".join(f"- {s['title']}: {clip(s['summary'], 200)}" for s in state.get("goal_summaries", []))
+        finished = [g for g in Position.of(state).goals if g["id"] in summarised]  # goals of a wave end in any order
+        summaries = "\n".join(f"- {s['title']}: {clip(s['summary'], 200)}" for s in WorkDone.of(state).goal_summaries)
         plan = await ctx.llm.complete_json(prompts.replan_goals(
             task=task["query"], finished=summaries or "-", failure=_why(decision),
             context=planning_context(state), language=language), GoalPlan, max_tokens=prompts.Cap.GOALS)
@@ -62,7 +72,7 @@ async def replan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
         return common | {"goals": finished + fresh, "steps": [], "current_step_index": 0,
                          "current_goal_index": len(finished), "replan_reason": clip(decision.failure, 200)}
     goal = current_goal(state)
-    done = state.get("steps", [])[: state.get("current_step_index", 0)]
+    done = Position.of(state).steps[: Position.of(state).current_step_index]
     done_text = "\n".join(f"- {clip(s['instructions'], 200)}" for s in done) or "-"
     planned = await ctx.llm.complete_json(prompts.replan_steps(
         goal=f"{goal['title']}\n{goal.get('description', '')}", task=task["query"], done=done_text,

@@ -21,7 +21,7 @@ from langgraph.pregel import Pregel
 
 from app.agents.snapshots import SnapshotError
 from app.graph.guards import Node
-from app.graph.run_state import NodeRuntime, current_thread_id, reset_step_counters, task_of
+from app.graph.run_state import NodeRuntime, Position, current_thread_id, reset_step_counters, task_of
 from app.graph.state import OrchestratorState
 from app.graph.waves import goal_branch, worktree_path
 
@@ -37,7 +37,7 @@ def goal_runner(goal_graph: Pregel[Any, Any, Any, Any]) -> Node:
         wave = state.get("wave")
         if not wave:
             raise ValueError("run_goal without a wave")
-        index = state.get("current_goal_index", 0)
+        index = Position.of(state).current_goal_index
         goal = state["goals"][index]
         task = task_of(state)
         thread = current_thread_id() or task["id"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from app.agents.snapshots import SnapshotError
 from app.graph.goals import finished_ids
-from app.graph.run_state import NodeRuntime, current_thread_id, reset_step_counters, run_language, task_of
+from app.graph.run_state import NodeRuntime, Position, current_thread_id, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.waves import PARALLEL_CATEGORIES, RUN_ALONE, latest_wave_records, parallel_limit, ready_goals
 from app.texts import texts
@@ -25,7 +25,7 @@ async def select_goal(state: OrchestratorState, runtime: NodeRuntime) -> dict[st
     done = finished_ids(state)
     ready = ready_goals(goals, done)
     if not ready:  # waiting on goals that cannot finish (a plan that skipped its gate): plan order
-        ready = [i for i, g in enumerate(goals) if g["id"] not in done][:1] or [state.get("current_goal_index", 0)]
+        ready = [i for i, g in enumerate(goals) if g["id"] not in done][:1] or [Position.of(state).current_goal_index]
     records = latest_wave_records(state.get("wave_goals") or [])
     alone = [i for i in ready if goals[i]["id"] in records and records[goals[i]["id"]]["status"] in RUN_ALONE]
     together = [i for i in ready if i not in alone][:parallel_limit(ctx.settings)]
