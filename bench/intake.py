@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.intake                    # starts the embedded model (./scripts/run.sh installs it)
     .venv/bin/python -m bench.intake --api-base http://127.0.0.1:8081/v1 --model openai/qwen2.5-coder-1.5b
 
-Runs exactly what the intake node runs (`app/graph/classification.py`: few-shot prompt, JSON
+Runs exactly what the intake node runs (`app/graph/rules/classification.py`: few-shot prompt, JSON
 schema grammar, one repair round, deterministic rules) and prints who decided each answer: the
 model, the rule that overrules "advice" for an imperative code request, or the fallback.
 """
@@ -23,7 +23,7 @@ from app.config import Settings
 from app.dev.embedded_model import EmbeddedModel
 from app.dev.model_cache import DEFAULT_CACHE_DIR
 from app.dev.model_download import cached_model
-from app.graph.classification import RULE, classify
+from app.graph.rules.classification import RULE, classify
 from app.llm.provider import LitellmProvider
 from app.texts.language import detect_language
 

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from app.graph.approval import interpret_approval, is_approved
+from app.graph.rules.approval import interpret_approval, is_approved
 from app.schemas.kotlin import ApprovalResponse, OrchestrateRequest, ProjectRules
 
 #: Kotlin's approval test: a substring of the lower-cased answer (contract §0.8).

@@ -9,7 +9,7 @@ from typing import Any
 
 from app.agents.workspace import WorkspaceError
 from app.config import Settings
-from app.graph.agent_selection import choose_agent
+from app.graph.rules.agent_selection import choose_agent
 from app.graph.run_state import NodeRuntime, current_thread_id, emit, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import TaskDict

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from app.graph import failure_recovery, step_changes
+from app.graph.rules import failure_recovery, step_changes
 from app.graph.run_state import NodeRuntime, current_step, run_language, task_of
 from app.graph.state import FailureRecord, OrchestratorState, SkipRecord
 from app.schemas.domain import CodingStep, Recovery, RecoveryAction

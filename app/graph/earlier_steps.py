@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.graph.report import done_slots
+from app.graph.rules.report import done_slots
 from app.graph.run_state import WorkDone
 from app.texts.clip import clip
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
-from app.graph.approval import is_approved
+from app.graph.rules.approval import is_approved
 from app.llm.approval import ApprovalNeededError, BudgetApprovalNeededError, CloudApprovalNeededError
 from app.llm.provider import Llm, Message, TokenSink
 from app.llm.scope import current_scope

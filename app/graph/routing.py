@@ -10,8 +10,8 @@ from typing import Literal
 
 from langgraph.types import Send
 
-from app.graph.goals import finished_ids
-from app.graph.report import changed_files
+from app.graph.rules.goals import finished_ids
+from app.graph.rules.report import changed_files
 from app.graph.run_state import Position
 from app.graph.state import OrchestratorState
 from app.schemas.domain import RecoveryAction

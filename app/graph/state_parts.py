@@ -277,7 +277,7 @@ class CommitApprovalDict(TypedDict, total=False):
 
 class PlannedTestsDict(TypedDict):
     """Which command runs the project's tests (`require_tests`): find_tests writes it, the checks
-    read it through `app/graph/test_plan.py`."""
+    read it through `app/graph/rules/test_plan.py`."""
 
     command: str | list[str]
     """A shell command line (run with `sh -c`) or an argv."""

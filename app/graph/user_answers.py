@@ -9,8 +9,8 @@ import logging
 from typing import Any
 
 from app.graph import prompts
-from app.graph.approval import answer_text, interpret_approval, is_approved
-from app.graph.failure_recovery import read_recovery_answer
+from app.graph.rules.approval import answer_text, interpret_approval, is_approved
+from app.graph.rules.failure_recovery import read_recovery_answer
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import Llm, LlmError
 from app.schemas.domain import ApprovalDecision, RecoveryAction, RecoveryChoice

@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 COLLECTION_NAME = "orchestrator_context"
 
 Scope = Literal["step", "goal", "epic", "task", "agent_result", "tracker"]
-"""`tracker`: one entry per tracker operation, its idempotency key and answer (app/graph/tracker_ops.py)."""
+"""`tracker`: one entry per tracker operation, its idempotency key and answer (app/graph/rules/tracker_ops.py)."""
 Document = dict[str, Any]
 
 _KEY_FIELDS = ("run_id", "scope", "scope_key")

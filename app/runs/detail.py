@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.graph.goals import finished_ids, plan_order
-from app.graph.progress import agent_label
+from app.graph.rules.goals import finished_ids, plan_order
+from app.graph.rules.progress import agent_label
 from app.persistence.runs import RunRecord
 from app.runs.status import first_line, run_summary
 from app.schemas.runs import BudgetUse, GoalView, Question, RunDetail, StepAttempt, StepView

@@ -14,7 +14,7 @@ from typing import Any
 
 from app.agents.snapshots import SnapshotError, WorkspaceSnapshots
 from app.agents.workspace import WorkspaceError, WorkspaceManager
-from app.graph.step_changes import run_base
+from app.graph.rules.step_changes import run_base
 from app.schemas.runs import DiffPart, RunDiff
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from langgraph.pregel import Pregel
 
 from app.clients.kotlin import KotlinClient
 from app.config import Settings
-from app.graph import report
+from app.graph.rules import report
 from app.graph.run_state import run_language
 from app.observability.metrics import Metrics
 from app.persistence.outage import MongoOutage

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.graph.goals import finished_ids
-from app.graph.progress import goal_share
+from app.graph.rules.goals import finished_ids
+from app.graph.rules.progress import goal_share
 from app.texts import Texts
 from app.texts.clip import clip
 

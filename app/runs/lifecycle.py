@@ -25,9 +25,9 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command, Durability
 
 from app.clients.kotlin import KotlinClient
-from app.graph import progress
 from app.graph.builder import ENTRY_NODE, NODE_NAMES
 from app.graph.context import RunContext
+from app.graph.rules import progress
 from app.graph.run_state import run_language
 from app.graph.state import reducers
 from app.llm.scope import current_scope

@@ -25,7 +25,7 @@ from app.agents.control import use_control
 from app.agents.workspace import WorkspaceError, WorkspaceManager
 from app.clients.kotlin import KotlinClient
 from app.config import Settings
-from app.graph.approval import is_approved
+from app.graph.rules.approval import is_approved
 from app.graph.run_state import run_language
 from app.llm.budget import BudgetExceededError
 from app.llm.health import ProviderHealth

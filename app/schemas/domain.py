@@ -321,7 +321,7 @@ class RecoveryChoice(_Lenient):
 
 
 class ApprovalDecision(BaseModel):
-    """An answer to an approval gate, interpreted (app/graph/approval.py)."""
+    """An answer to an approval gate, interpreted (app/graph/rules/approval.py)."""
 
     approved: bool
     modification: str | None = Field(default=None, json_schema_extra=bounded(300))

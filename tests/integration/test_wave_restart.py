@@ -23,7 +23,7 @@ import httpx
 import pytest
 from pymongo import MongoClient
 
-from app.graph.waves import goal_branch, worktree_path
+from app.graph.rules.waves import goal_branch, worktree_path
 from tests.fixtures.llm_server import RecordedRequest, Reply
 from tests.fixtures.service import ServiceProcess
 from tests.support import (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.graph import step_changes
-from app.graph.goals import finished_ids
-from app.graph.report import done_slots
+from app.graph.rules import step_changes
+from app.graph.rules.goals import finished_ids
+from app.graph.rules.report import done_slots
 from app.graph.run_state import NodeRuntime, Position, current_goal, reset_step_counters, run_key, task_of
 from app.graph.state import OrchestratorState
 from app.persistence.context_store import ContextStore

@@ -13,10 +13,10 @@ from typing import Any
 
 from langgraph.types import interrupt
 
-from app.graph import design_doc
-from app.graph.approval import classify_modification
-from app.graph.goals import GoalOrder, plan_order
-from app.graph.progress import tests_note
+from app.graph.rules import design_doc
+from app.graph.rules.approval import classify_modification
+from app.graph.rules.goals import GoalOrder, plan_order
+from app.graph.rules.progress import tests_note
 from app.graph.run_state import Attempts, NodeRuntime, Position, run_key, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict

@@ -9,9 +9,9 @@ from typing import Any
 
 from langgraph.types import interrupt
 
-from app.graph import failure_recovery
-from app.graph.approval import answer_text
 from app.graph.decisions import apply_decision
+from app.graph.rules import failure_recovery
+from app.graph.rules.approval import answer_text
 from app.graph.run_state import Attempts, NodeRuntime, current_step, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.user_answers import read_recovery_choice

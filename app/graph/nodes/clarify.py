@@ -10,7 +10,7 @@ from typing import Any
 
 from langgraph.types import interrupt
 
-from app.graph.approval import answer_text
+from app.graph.rules.approval import answer_text
 from app.graph.run_state import Attempts, NodeRuntime, task_of
 from app.graph.state import OrchestratorState
 

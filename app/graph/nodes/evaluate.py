@@ -1,6 +1,6 @@
 """evaluate (spec §7.9): did the step do its job? The agent's success, forbidden files and the
 changed-file budget, then — for code steps that changed something — the files' integrity
-(`app/graph/integrity.py`), the project's tests (`require_tests`) and an LLM review
+(`app/graph/rules/integrity.py`), the project's tests (`require_tests`) and an LLM review
 (`require_review`). A failed check fails the step with
 feedback the reflection and the next attempt read; a check that could not run is a warning.
 Forbidden files a code step wrote are put back as they were before the step at once (deleted if
@@ -15,7 +15,9 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
-from app.graph import integrity, request_scope, step_changes, verification
+from app.graph import verification
+from app.graph.rules import integrity, request_scope, step_changes
+from app.graph.rules.test_plan import command_for
 from app.graph.run_state import (
     Attempts,
     NodeRuntime,
@@ -30,7 +32,6 @@ from app.graph.run_state import (
 )
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import Rules, StepResultDict, TaskDict
-from app.graph.test_plan import command_for
 from app.schemas.domain import CheckStatus, CodingStep, Evaluation, EvaluationCheck, ReviewVerdict, StepType
 from app.texts import Texts, texts
 from app.texts.clip import clip

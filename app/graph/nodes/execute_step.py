@@ -13,11 +13,14 @@ from app.agents.confinement import WorkspaceEscapeError
 from app.agents.control import should_detach
 from app.agents.workspace import StepBrief, WorkspaceError
 from app.clients.kotlin import TrackerError
-from app.graph import chat, prompts, step_changes
+from app.graph import chat, prompts
 from app.graph.agent_handover import kb_env, task_brief
 from app.graph.earlier_steps import FINDINGS_CHARS, earlier_steps
 from app.graph.prompt_context import answer_context
-from app.graph.request_scope import covering_tests, is_test_file, list_files, named_paths, resolve
+from app.graph.rules import step_changes
+from app.graph.rules.request_scope import covering_tests, is_test_file, list_files, named_paths, resolve
+from app.graph.rules.test_plan import command_for
+from app.graph.rules.tracker_ops import TrackerCall, carry_out
 from app.graph.run_state import (
     Attempts,
     NodeRuntime,
@@ -33,8 +36,6 @@ from app.graph.run_state import (
     task_of,
 )
 from app.graph.state import OrchestratorState
-from app.graph.test_plan import command_for
-from app.graph.tracker_ops import TrackerCall, carry_out
 from app.kb.prefetch import prefetch_kb_context
 from app.llm.budget import Usage
 from app.llm.provider import LlmError
@@ -249,7 +250,7 @@ def _done_operations(state: OrchestratorState, step: CodingStep) -> set[int]:
 
 
 async def _tracker(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep) -> tuple[StepResult, list[str]]:
-    """Tracker calls, each carried out at most once (app/graph/tracker_ops.py); a retry repeats only
+    """Tracker calls, each carried out at most once (app/graph/rules/tracker_ops.py); a retry repeats only
     the operations that failed. Returns the result and the report warnings of operations the
     tracker answered without doing (a placeholder): said, not claimed, and not a failure."""
     ctx = runtime.context

@@ -15,7 +15,8 @@ import logging
 import re
 from typing import Any
 
-from app.graph import chat, prompts, report
+from app.graph import chat, prompts
+from app.graph.rules import report
 from app.graph.run_state import NodeRuntime, run_key, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.llm.budget import BudgetExceededError

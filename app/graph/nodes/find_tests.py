@@ -16,11 +16,11 @@ from typing import Any
 from langgraph.types import interrupt
 
 from app.agents.test_command import TestCommand, command_from_environment, detect_test_command
-from app.graph.approval import answer_text
+from app.graph.rules.approval import answer_text
+from app.graph.rules.test_plan import command_from_answer, from_plan, to_plan
 from app.graph.run_state import NodeRuntime, current_thread_id, emit, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import PlannedTestsDict
-from app.graph.test_plan import command_from_answer, from_plan, to_plan
 from app.persistence.project_memory import project_key
 from app.texts import Texts, texts
 

@@ -24,10 +24,10 @@ from app.agents.base import AgentJob, AgentResult
 from app.agents.confinement import WorkspaceEscapeError
 from app.agents.control import should_detach
 from app.agents.workspace import StepBrief
-from app.graph import step_changes
 from app.graph.agent_handover import kb_env, number_steps, task_brief
-from app.graph.approval import Modification, classify_modification
-from app.graph.report import changed_files
+from app.graph.rules import step_changes
+from app.graph.rules.approval import Modification, classify_modification
+from app.graph.rules.report import changed_files
 from app.graph.run_state import (
     Attempts,
     NodeRuntime,

@@ -1,4 +1,4 @@
-"""intake (spec §7.1): classify the request (`app/graph/classification.py`): by rules where they
+"""intake (spec §7.1): classify the request (`app/graph/rules/classification.py`): by rules where they
 are certain (`INTAKE_BY_RULES`), else by the model held to the rules; a KB outage is noted, never
 fatal."""
 
@@ -10,9 +10,9 @@ from typing import Any
 from app.agents.workspace import render_environment
 from app.graph import chat
 from app.graph.agent_handover import workspace_root
-from app.graph.classification import certain_classification, classify
 from app.graph.prompt_context import clarification_text, identity
-from app.graph.request_scope import scope_of
+from app.graph.rules.classification import certain_classification, classify
+from app.graph.rules.request_scope import scope_of
 from app.graph.run_state import Attempts, NodeRuntime, current_thread_id, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.kb.prefetch import fetch_project_context

@@ -17,11 +17,11 @@ from typing import Any
 
 from app.agents.snapshots import SnapshotError
 from app.graph import verification
+from app.graph.rules.test_plan import command_for
+from app.graph.rules.waves import goal_branch, latest_wave_records, worktree_path
 from app.graph.run_state import NodeRuntime, current_thread_id, emit, rules_of, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict, WaveDict, WaveGoalDict
-from app.graph.test_plan import command_for
-from app.graph.waves import goal_branch, latest_wave_records, worktree_path
 from app.schemas.domain import CodingStep, Complexity, StepType
 from app.texts import Texts, texts
 from app.texts.clip import clip

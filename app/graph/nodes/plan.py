@@ -16,11 +16,11 @@ from typing import Any
 from app.graph import chat, prompts
 from app.graph.agent_handover import number_steps, workspace_root
 from app.graph.prompt_context import planning_context
-from app.graph.request_scope import RequestScope, scope_of
+from app.graph.rules.request_scope import RequestScope, scope_of
+from app.graph.rules.step_cleanup import cleaned_steps
 from app.graph.run_state import NodeRuntime, cloud_allowed, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import GoalDict
-from app.graph.step_cleanup import cleaned_steps
 from app.llm.errors import HeartbeatTimeoutError, LlmJsonError
 from app.schemas.domain import CodingStep, StepPlan, StepType
 from app.texts import texts

@@ -2,7 +2,7 @@
 
 They only plan; `approve_plan` asks the user. Keeping the interrupt in a node of its own means
 the user approves exactly the plan that was shown (a resumed node re-runs from its start).
-`design` also writes the design document the goals come from (`app/graph/design_doc.py`), and
+`design` also writes the design document the goals come from (`app/graph/rules/design_doc.py`), and
 rewrites it when the user refuses it with a reason.
 """
 
@@ -12,8 +12,9 @@ import logging
 from typing import Any
 
 from app.agents.confinement import WorkspaceEscapeError
-from app.graph import chat, design_doc, prompts, step_changes
+from app.graph import chat, prompts
 from app.graph.prompt_context import planning_context
+from app.graph.rules import design_doc, step_changes
 from app.graph.run_state import Attempts, NodeRuntime, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.schemas.domain import DesignPlan, GoalPlan, RecoveryAction

@@ -12,9 +12,10 @@ from typing import Any
 
 from app.graph import prompts
 from app.graph.agent_handover import number_steps, workspace_root
-from app.graph.goals import finished_ids
 from app.graph.prompt_context import planning_context
-from app.graph.request_scope import scope_of
+from app.graph.rules.goals import finished_ids
+from app.graph.rules.request_scope import scope_of
+from app.graph.rules.step_cleanup import cleaned_steps
 from app.graph.run_state import (
     Attempts,
     NodeRuntime,
@@ -26,7 +27,6 @@ from app.graph.run_state import (
     task_of,
 )
 from app.graph.state import OrchestratorState
-from app.graph.step_cleanup import cleaned_steps
 from app.llm.errors import HeartbeatTimeoutError, LlmJsonError
 from app.schemas.domain import CodingStep, StepPlan
 from app.texts import texts

@@ -4,7 +4,7 @@ From the `REFLECTION_FROM_ATTEMPT`-th failure of a step on, the LLM reads the st
 (failing tests, review issues, forbidden files), the agent's summary and last output, the step's
 diff and the attempt number, and answers with spec 000's keys; earlier failures are retried with
 the failure itself as feedback, without that call (the agent sees the failing tests' output, as
-a bare agent's test loop would show it). `app/graph/failure_recovery.py` holds every decision to the caps
+a bare agent's test loop would show it). `app/graph/rules/failure_recovery.py` holds every decision to the caps
 and notices a failure that repeats an earlier attempt's exactly; without a readable answer it falls
 back (retry with the raw failure, then ask the user). Skipping, replanning and stopping undo the
 failed step's changes here, so a later commit holds only finished work.
@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from app.graph import failure_recovery, prompts, step_changes
+from app.graph import prompts
 from app.graph.decisions import apply_decision
+from app.graph.rules import failure_recovery, step_changes
 from app.graph.run_state import Attempts, NodeRuntime, Position, current_step, emit, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.llm.budget import BudgetExceededError

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.graph import progress, prompts
+from app.graph import prompts
 from app.graph.agent_handover import number_steps
-from app.graph.goals import finished_ids
 from app.graph.prompt_context import planning_context
+from app.graph.rules import progress
+from app.graph.rules.goals import finished_ids
+from app.graph.rules.step_cleanup import cleaned_steps
 from app.graph.run_state import (
     Attempts,
     NodeRuntime,
@@ -26,7 +28,6 @@ from app.graph.run_state import (
     task_of,
 )
 from app.graph.state import OrchestratorState
-from app.graph.step_cleanup import cleaned_steps
 from app.schemas.domain import GoalPlan, Recovery, StepPlan
 from app.texts.clip import clip
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.graph import step_changes, verification
-from app.graph.report import tests_line
+from app.graph import verification
+from app.graph.rules import step_changes
+from app.graph.rules.report import tests_line
 from app.graph.run_state import NodeRuntime, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
 from app.graph.state_parts import EpicReviewDict, GoalDict

@@ -21,9 +21,9 @@ from langgraph.pregel import Pregel
 
 from app.agents.snapshots import SnapshotError
 from app.graph.guards import Node
+from app.graph.rules.waves import goal_branch, worktree_path
 from app.graph.run_state import NodeRuntime, Position, current_thread_id, reset_step_counters, task_of
 from app.graph.state import OrchestratorState
-from app.graph.waves import goal_branch, worktree_path
 
 #: Halts that end the whole run (the budget is the run's, a model outage hits every goal).
 RUN_HALTS = frozenset({"budget", "llm", "user_stop"})

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from app.agents.snapshots import SnapshotError
-from app.graph.goals import finished_ids
+from app.graph.rules.goals import finished_ids
+from app.graph.rules.waves import PARALLEL_CATEGORIES, RUN_ALONE, latest_wave_records, parallel_limit, ready_goals
 from app.graph.run_state import NodeRuntime, Position, current_thread_id, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
-from app.graph.waves import PARALLEL_CATEGORIES, RUN_ALONE, latest_wave_records, parallel_limit, ready_goals
 from app.texts import texts
 
 

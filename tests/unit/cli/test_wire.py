@@ -17,7 +17,7 @@ from app.cli.wire import (
     request_body,
     rules_with,
 )
-from app.graph.failure_recovery import read_recovery_answer
+from app.graph.rules.failure_recovery import read_recovery_answer
 from app.schemas.domain import RecoveryAction
 from app.schemas.kotlin import OrchestrateRequest, ProjectRules
 from tests.support import kotlin_rules, orchestrate_body

@@ -17,8 +17,8 @@ from app.agents.local import LocalRunner
 from app.agents.local_agents import LocalAgents
 from app.agents.programs import AgentInstallError, Log
 from app.config import Settings
-from app.graph.agent_selection import choose_agent
 from app.graph.context import RunContext
+from app.graph.rules.agent_selection import choose_agent
 from tests.support import SCRIPTED_AGENT, file_block, make_git_repo
 from tests.unit.graph.graph_support import start
 

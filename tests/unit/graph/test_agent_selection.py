@@ -1,4 +1,4 @@
-"""Agent choice per step (app/graph/agent_selection.py) with the default table of app/config.py."""
+"""Agent choice per step (app/graph/rules/agent_selection.py) with the default table of app/config.py."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from app.agent_settings import DEFAULT_AGENT_SELECTION
 from app.config import Settings
-from app.graph.agent_selection import select_agent
+from app.graph.rules.agent_selection import select_agent
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Reading the user's answer to an interrupt (app/graph/approval.py), Czech and English."""
+"""Reading the user's answer to an interrupt (app/graph/rules/approval.py), Czech and English."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.graph.approval import answer_text, classify_modification, interpret_approval, is_approved, is_refusal
+from app.graph.rules.approval import answer_text, classify_modification, interpret_approval, is_approved, is_refusal
 from app.schemas.domain import ApprovalDecision
 
 REFUSALS = ["neschvaluji", "Neschvaluji to", "ne", "NE!", "nesouhlasím", "zamítám", "nechci", "no", "don't",

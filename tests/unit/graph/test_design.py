@@ -1,4 +1,4 @@
-"""A generative request's design document (app/graph/design_doc.py, nodes/plan_epic.py design),
+"""A generative request's design document (app/graph/rules/design_doc.py, nodes/plan_epic.py design),
 in-process with the scripted LLM and agent on a real git workspace: written into the workspace,
 shown at the `generative_design` gate, rewritten after "ne, <reason>", committed first with the
 work; removed when the design is refused for good."""
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from langgraph.types import Command
 
-from app.graph import design_doc
 from app.graph.context import RunContext
+from app.graph.rules import design_doc
 from app.schemas.domain import DesignPlan
 from tests.fixtures.llm_server import RecordedRequest, Reply
 from tests.support import classification, file_block, git, make_git_repo, node_marker

@@ -1,6 +1,6 @@
-"""The files-still-whole check of code steps (app/graph/integrity.py), and the planner's clean-up of
-steps that only test, commit or operate the machine (app/graph/step_cleanup.py): both written against what the embedded
-1.5B model was seen doing (bench/embedded_run.py)."""
+"""The files-still-whole check of code steps (app/graph/rules/integrity.py), and the planner's clean-up
+of steps that only test, commit or operate the machine (app/graph/rules/step_cleanup.py): both written
+against what the embedded 1.5B model was seen doing (bench/embedded_run.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from app.graph.integrity import ChangedFile, broken_imports, judged, problems
-from app.graph.step_cleanup import cleaned_steps, is_orchestrator_duty, without_orchestrator_duties
+from app.graph.rules.integrity import ChangedFile, broken_imports, judged, problems
+from app.graph.rules.step_cleanup import cleaned_steps, is_orchestrator_duty, without_orchestrator_duties
 from app.schemas.domain import CodingStep, StepType
 from app.texts import texts
 
@@ -191,7 +191,7 @@ def test_only_paths_the_check_can_fail_are_read(path: str, judged_: bool) -> Non
 
 
 def test_a_dropped_step_is_logged(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="app.graph.step_cleanup"):
+    with caplog.at_level(logging.INFO, logger="app.graph.rules.step_cleanup"):
         assert cleaned_steps([EDIT, AT_THE_KEYBOARD]) == [EDIT]
     assert "dropped 1 of 2 steps" in caplog.text
 

@@ -1,10 +1,10 @@
-"""Deterministic reading of a request (app/graph/intent.py): language, code change, question."""
+"""Deterministic reading of a request (app/graph/rules/intent.py): language, code change, question."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.graph.intent import asks_for_code_change, asks_for_test_change, looks_like_question
+from app.graph.rules.intent import asks_for_code_change, asks_for_test_change, looks_like_question
 from app.texts.language import detect_language, fold
 
 

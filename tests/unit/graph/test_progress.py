@@ -1,4 +1,4 @@
-"""Run progress in percent and its messages (app/graph/progress.py)."""
+"""Run progress in percent and its messages (app/graph/rules/progress.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.graph import progress
+from app.graph.rules import progress
 from app.texts import CS, EN, Texts
 
 GOALS = [{"id": "g1", "title": "One"}, {"id": "g2", "title": "Two"}]

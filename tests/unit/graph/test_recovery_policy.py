@@ -1,4 +1,4 @@
-"""The recovery policy after a failed step (app/graph/failure_recovery.py): `decide`, `read_recovery_answer`,
+"""The recovery policy after a failed step (app/graph/rules/failure_recovery.py): `decide`, `read_recovery_answer`,
 and the `Reflection` model the LLM's suggestion is parsed into."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from app.graph.failure_recovery import Caps, FailedStep, decide, failure_signature, read_recovery_answer
+from app.graph.rules.failure_recovery import Caps, FailedStep, decide, failure_signature, read_recovery_answer
 from app.schemas.domain import RecoveryAction, Reflection
 
 A = RecoveryAction

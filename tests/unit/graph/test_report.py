@@ -1,4 +1,4 @@
-"""The honest account of a run (app/graph/report.py): what was done, skipped, failed and is left."""
+"""The honest account of a run (app/graph/rules/report.py): what was done, skipped, failed and is left."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.graph import report
+from app.graph.rules import report
 from app.texts import CS, EN, Texts
 
 GOALS = [{"id": "g1", "title": "Přidat endpoint"}, {"id": "g2", "title": "Doplnit testy"},

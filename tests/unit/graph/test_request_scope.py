@@ -1,5 +1,5 @@
-"""What a request is about in its workspace (app/graph/request_scope.py) and the intake rules that
-decide by it (app/graph/classification.py `certain_classification`)."""
+"""What a request is about in its workspace (app/graph/rules/request_scope.py) and the intake rules that
+decide by it (app/graph/rules/classification.py `certain_classification`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.graph.classification import certain_classification
-from app.graph.request_scope import RequestScope, covering_tests, is_test_file, list_files, named_paths, scope_of
+from app.graph.rules.classification import certain_classification
+from app.graph.rules.request_scope import RequestScope, covering_tests, is_test_file, list_files, named_paths, scope_of
 
 LEAP_REQUEST = ("Implement leap_year() in leap.py as described below, so that the tests in test_leap.py pass. "
                 "Do not change test_leap.py.\n\nA leap year, e.g. 1996, is divisible by 4.")

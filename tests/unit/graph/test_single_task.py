@@ -15,7 +15,7 @@ import pytest
 from langgraph.types import Command
 
 from app.graph.context import RunContext
-from app.graph.failure_recovery import Caps, FailedStep, decide
+from app.graph.rules.failure_recovery import Caps, FailedStep, decide
 from app.graph.verification import deadline_for_tests
 from tests.fixtures.llm_server import Reply
 from tests.support import file_block, kotlin_rules, make_git_repo, node_marker, reflection, steps_json

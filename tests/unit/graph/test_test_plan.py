@@ -1,4 +1,4 @@
-"""Which command the checks run under `require_tests` (app/graph/test_plan.py) and how a user's
+"""Which command the checks run under `require_tests` (app/graph/rules/test_plan.py) and how a user's
 answer to "which command runs the tests?" becomes one."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from app.agents.test_command import TestCommand
 from app.graph.routing import route_after_find_tests, route_by_category
-from app.graph.test_plan import command_for, command_from_answer, from_plan, to_plan
+from app.graph.rules.test_plan import command_for, command_from_answer, from_plan, to_plan
 
 
 @pytest.mark.parametrize(("answer", "command"), [

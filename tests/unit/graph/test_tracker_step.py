@@ -1,4 +1,4 @@
-"""Tracker steps (app/graph/nodes/execute_step.py, app/graph/tracker_ops.py) in-process, against
+"""Tracker steps (app/graph/nodes/execute_step.py, app/graph/rules/tracker_ops.py) in-process, against
 the fake Kotlin server and the context store on nx-27017: nothing claimed that Kotlin did not do,
 and an issue created at most once per run and step, whatever is run again."""
 
@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 
 from app.graph.context import RunContext
 from app.graph.nodes.execute_step import execute_step
-from app.graph.tracker_ops import SCOPE, TrackerCall, idempotency_key
+from app.graph.rules.tracker_ops import SCOPE, TrackerCall, idempotency_key
 from app.schemas.domain import TrackerOperation
 from app.schemas.kotlin import TrackerCreateIssue
 from tests.fixtures.kotlin_server import FakeKotlinServer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.agents.base import StopFailure
 from app.agents.control import AgentControl
-from app.graph import report
+from app.graph.rules import report
 from app.runs.active import cancelled, cancelled_leaving
 from app.texts import CS, EN
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.graph.approval import Modification
 from app.graph.nodes.git_operations import apply_branch_rule, branch_name, commit_message, commit_title
+from app.graph.rules.approval import Modification
 from app.schemas.kotlin import ProjectRules
 from app.texts import CS, EN, Texts
 

@@ -1,4 +1,4 @@
-"""Dependency waves of an epic plan (app/graph/goals.py)."""
+"""Dependency waves of an epic plan (app/graph/rules/goals.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.graph.goals import RemovedDependency, plan_order
+from app.graph.rules.goals import RemovedDependency, plan_order
 
 
 def dependency_waves(goals: list[dict[str, Any]]) -> list[list[str]]:

@@ -1,7 +1,7 @@
 """Classifying a request (spec §7.1): the model's answer, held to deterministic rules.
 
 An answer that stays invalid after the repair round falls back to the rules of
-`app/graph/intent.py` instead of silently becoming advice; an imperative code request on a
+`app/graph/rules/intent.py` instead of silently becoming advice; an imperative code request on a
 project with a workspace is never treated as a mere question, and a plain question is never
 turned into work; only issue keys that really occur in the request or the conversation are kept.
 Used by the intake node and by `bench/intake.py`.
@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import re
 
-from app.graph import intent, prompts
-from app.graph.request_scope import RequestScope
+from app.graph import prompts
+from app.graph.rules import intent
+from app.graph.rules.request_scope import RequestScope
 from app.llm.provider import Llm, LlmJsonError
 from app.schemas.domain import Classification, Complexity, TaskAction, TaskCategory
 from app.texts import texts

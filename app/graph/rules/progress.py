@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from app.graph.goals import finished_ids
-from app.graph.test_plan import from_plan
+from app.graph.rules.goals import finished_ids
+from app.graph.rules.test_plan import from_plan
 from app.texts import Texts
 from app.texts.language import detect_language
 

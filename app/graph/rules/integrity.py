@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from app.graph.intent import asks_for_test_change
-from app.graph.request_scope import is_test_file
+from app.graph.rules.intent import asks_for_test_change
+from app.graph.rules.request_scope import is_test_file
 from app.texts import Texts
 
 #: Larger files are not read (a generated or data file, not an agent's edit of source).

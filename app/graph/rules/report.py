@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.graph.goals import finished_ids
+from app.graph.rules.goals import finished_ids
 from app.texts import Texts
 from app.texts.clip import clip
 
