@@ -40,6 +40,7 @@ from app.graph.nodes.review_epic import review_epic
 from app.graph.nodes.run_goal import goal_runner
 from app.graph.nodes.select_goal import select_goal
 from app.graph.state import OrchestratorInput, OrchestratorState
+from app.graph.state_access import Setbacks
 from app.graph.writes import only_changes
 
 NODES: tuple[Node, ...] = (
@@ -66,7 +67,7 @@ def _in_goal(route: Callable[[OrchestratorState], str]) -> Callable[[Orchestrato
     or ask the user (the goal then runs again on its own after the wave)."""
     def goal_route(state: OrchestratorState) -> str:
         target = route(state)
-        if state.get("halt") or target in ("replan", "ask_user", "finalize"):
+        if Setbacks.of(state).halt or target in ("replan", "ask_user", "finalize"):
             return END
         return "advance_goal" if target == "git_operations" else target
     goal_route.__name__ = f"{route.__name__}_in_goal"

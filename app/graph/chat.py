@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Inputs
 
 
 def _history(state: OrchestratorState) -> Mapping[str, Any]:
-    return state.get("chat_history") or {}
+    return Inputs.of(state).chat_history or {}
 
 
 def recent_messages(state: OrchestratorState, limit: int | None = None, *, exclude_last: str | None = None) -> str:

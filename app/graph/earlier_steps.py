@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.graph.rules.report import done_slots
-from app.graph.run_state import WorkDone
+from app.graph.state_access import WorkDone
 from app.texts.clip import clip
 
 FINDINGS_CHARS = 1500

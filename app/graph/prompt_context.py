@@ -7,6 +7,7 @@ from app.agents.workspace import render_environment
 from app.graph import chat
 from app.graph.run_state import task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Inputs, Intake, UserTerms
 
 CONVERSATION_CHARS = 3000
 
@@ -19,7 +20,7 @@ def identity(state: OrchestratorState) -> str:
 
 
 def evidence_text(state: OrchestratorState, limit: int = 3000) -> str:
-    pack = state.get("evidence_pack")
+    pack = Intake.of(state).evidence_pack
     if not pack:
         return ""
     lines = [f"Earlier in this conversation (how the previous request ended): {pack['earlier_run']}"
@@ -32,7 +33,7 @@ def evidence_text(state: OrchestratorState, limit: int = 3000) -> str:
 
 
 def clarification_text(state: OrchestratorState) -> str | None:
-    response = state.get("clarification_response")
+    response = Intake.of(state).clarification_response
     return (response.get("answer") if response else None) or None
 
 
@@ -40,11 +41,11 @@ def answer_context(state: OrchestratorState) -> str:
     """What respond and answer steps reply from: identity, KB, the whole conversation."""
     parts = [
         identity(state),
-        state.get("project_context") or "",
+        Intake.of(state).project_context or "",
         evidence_text(state),
         chat.full_conversation(state),
         f"User's clarification: {c}" if (c := clarification_text(state)) else "",
-        render_environment(state.get("environment")) if state.get("environment") else "",
+        render_environment(Inputs.of(state).environment) if Inputs.of(state).environment else "",
     ]
     return "\n\n".join(p for p in parts if p)
 
@@ -55,8 +56,8 @@ def planning_context(state: OrchestratorState) -> str:
     conversation = chat.full_conversation(state)
     if len(conversation) > CONVERSATION_CHARS:
         conversation = "…" + conversation[-CONVERSATION_CHARS:]
-    conditions = state.get("user_conditions") or []
-    parts = [identity(state), state.get("project_context") or "", evidence_text(state),
+    conditions = UserTerms.of(state).user_conditions or []
+    parts = [identity(state), Intake.of(state).project_context or "", evidence_text(state),
              f"Conversation:\n{conversation}" if conversation else "",
              f"User's clarification: {c}" if (c := clarification_text(state)) else "",
              "User's conditions: " + "; ".join(conditions) if conditions else ""]

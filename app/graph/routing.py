@@ -12,15 +12,15 @@ from langgraph.types import Send
 
 from app.graph.rules.goals import finished_ids
 from app.graph.rules.report import changed_files
-from app.graph.run_state import Position
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Intake, Outcome, Position, Setbacks, Tests, UserTerms, Waves, rules_of
 from app.schemas.domain import RecoveryAction
 
 NextAfterStep = Literal["advance_step", "advance_goal", "git_operations"]
 
 
 def route_after_intake(state: OrchestratorState) -> Literal["clarify", "evidence_pack"]:
-    return "clarify" if state.get("needs_clarification") else "evidence_pack"
+    return "clarify" if Intake.of(state).needs_clarification else "evidence_pack"
 
 
 WorkRoute = Literal["respond", "plan", "plan_epic", "design"]
@@ -30,20 +30,20 @@ def route_by_category(state: OrchestratorState) -> Literal["respond", "plan", "p
     """The planner of the request's category; under `require_tests`, work that may change code
     first learns which command runs the tests (find_tests, once per run)."""
     target = _category_route(state)
-    rules = state.get("rules")
-    tests_needed = bool(rules and rules.get("require_tests")) and state.get("test_plan") is None
-    if target != "respond" and tests_needed and state.get("task_action") not in ("respond", "tracker_ops"):
+    rules = rules_of(state)
+    tests_needed = bool(rules and rules.get("require_tests")) and Tests.of(state).test_plan is None
+    if target != "respond" and tests_needed and Intake.of(state).task_action not in ("respond", "tracker_ops"):
         return "find_tests"
     return target
 
 
 def route_after_find_tests(state: OrchestratorState) -> Literal["plan", "plan_epic", "design", "respond", "finalize"]:
     """Planning once the test command is known; the end when none could be had (its error says why)."""
-    return "finalize" if state.get("error") else _category_route(state)
+    return "finalize" if Outcome.of(state).error else _category_route(state)
 
 
 def _category_route(state: OrchestratorState) -> WorkRoute:
-    category = state.get("task_category")
+    category = Intake.of(state).task_category
     match category:
         case "advice":
             return "respond"
@@ -57,11 +57,11 @@ def _category_route(state: OrchestratorState) -> WorkRoute:
 
 
 def route_after_plan(state: OrchestratorState) -> Literal["respond", "execute_step", "select_goal", "finalize"]:
-    if state.get("error"):
+    if Outcome.of(state).error:
         return "finalize"
-    steps = state.get("steps") or []
+    steps = Position.of(state).steps or []
     if not steps:
-        return "select_goal" if state.get("goals") else "finalize"
+        return "select_goal" if Position.of(state).goals else "finalize"
     if all(step.get("step_type") == "respond" for step in steps):
         return "respond"
     return "execute_step"
@@ -69,10 +69,10 @@ def route_after_plan(state: OrchestratorState) -> Literal["respond", "execute_st
 
 def route_after_select_goal(state: OrchestratorState) -> list[Send] | Literal["plan_steps"]:
     """A wave's goals each to their own `run_goal` (side by side), or the one goal to plan_steps."""
-    wave = state.get("wave")
+    wave = Waves.of(state).wave
     if not wave:
         return "plan_steps"
-    index = {g["id"]: i for i, g in enumerate(state.get("goals") or [])}
+    index = {g["id"]: i for i, g in enumerate(Position.of(state).goals or [])}
     shared = {k: v for k, v in state.items() if k not in WAVE_PRIVATE}
     return [Send("run_goal", {**shared, "current_goal_index": index[gid]}) for gid in wave["goals"]]
 
@@ -82,47 +82,47 @@ WAVE_PRIVATE = frozenset({"wave_goals", "failures", "skipped", "warnings"})
 
 
 def route_after_plan_steps(state: OrchestratorState) -> Literal["execute_step", "git_operations", "finalize"]:
-    if state.get("halt"):
+    if Setbacks.of(state).halt:
         return "git_operations"
-    return "execute_step" if state.get("steps") else "finalize"
+    return "execute_step" if Position.of(state).steps else "finalize"
 
 
 def route_after_approval(state: OrchestratorState) -> Literal["select_goal", "replan", "design", "finalize"]:
-    if state.get("error") or state.get("final_result") or not state.get("goals"):
+    if Outcome.of(state).error or Outcome.of(state).final_result or not Position.of(state).goals:
         return "finalize"
-    pending = state.get("recovery")
+    pending = Setbacks.of(state).recovery
     if pending and pending.get("action") == RecoveryAction.REPLANNING:  # refused with a reason
-        return "design" if state.get("design") else "replan"  # a design is revised, a plan replanned
+        return "design" if Waves.of(state).design else "replan"  # a design is revised, a plan replanned
     return "select_goal"
 
 
 def route_after_execute(state: OrchestratorState) -> Literal["evaluate", "git_operations"]:
-    return "git_operations" if state.get("halt") else "evaluate"
+    return "git_operations" if Setbacks.of(state).halt else "evaluate"
 
 
 def next_after_step(state: OrchestratorState) -> NextAfterStep:
     """Where a finished (or skipped) step leads: its goal's next step, the goal's summary (then the
     next goal), or git."""
-    if Position.of(state).current_step_index + 1 < len(state.get("steps") or []):
+    if Position.of(state).current_step_index + 1 < len(Position.of(state).steps or []):
         return "advance_step"
-    goals = state.get("goals") or []
+    goals = Position.of(state).goals or []
     index = Position.of(state).current_goal_index
     if index < len(goals) and not _summarised(state) and (
-            len(goals) > 1 or state.get("task_category") in ("epic", "generative")):
+            len(goals) > 1 or Intake.of(state).task_category in ("epic", "generative")):
         return "advance_goal"  # every goal of a plan of goals is summarised, the last one too
     return "git_operations"
 
 
 def _summarised(state: OrchestratorState) -> bool:
     """Whether the current goal already has its summary (the last goal's stays current)."""
-    goal = (state.get("goals") or [])[Position.of(state).current_goal_index]
+    goal = (Position.of(state).goals or [])[Position.of(state).current_goal_index]
     return goal["id"] in finished_ids(state)
 
 
 def all_summarised(state: OrchestratorState) -> bool:
     """Every goal of the plan is done (goals of a wave finish in any order)."""
     done = finished_ids(state)
-    return all(g["id"] in done for g in state.get("goals") or [])
+    return all(g["id"] in done for g in Position.of(state).goals or [])
 
 
 def route_after_advance_goal(state: OrchestratorState) -> Literal["select_goal", "review_epic", "git_operations"]:
@@ -134,16 +134,16 @@ def route_after_advance_goal(state: OrchestratorState) -> Literal["select_goal",
 
 def route_after_merge_wave(state: OrchestratorState) -> Literal["select_goal", "review_epic", "git_operations"]:
     """After a wave's merge: the halt it ran into, the next goals, or the end of the plan."""
-    if state.get("halt"):
+    if Setbacks.of(state).halt:
         return "git_operations"
     return route_after_advance_goal(state)
 
 
 def needs_epic_review(state: OrchestratorState) -> bool:
     """An epic that changed files and has not been reviewed with all of its goals yet."""
-    review = state.get("epic_review")
-    return (state.get("task_category") in ("epic", "generative") and bool(changed_files(state))
-            and (review is None or review["goals"] < len(state.get("goals") or [])))
+    review = Waves.of(state).epic_review
+    return (Intake.of(state).task_category in ("epic", "generative") and bool(changed_files(state))
+            and (review is None or review["goals"] < len(Position.of(state).goals or [])))
 
 
 def route_after_review_epic(state: OrchestratorState) -> Literal["select_goal", "git_operations"]:
@@ -154,9 +154,9 @@ def route_after_review_epic(state: OrchestratorState) -> Literal["select_goal", 
 def route_after_evaluate(
     state: OrchestratorState,
 ) -> Literal["reflect", "advance_step", "advance_goal", "git_operations"]:
-    if state.get("halt"):
+    if Setbacks.of(state).halt:
         return "git_operations"
-    evaluation = state.get("evaluation")
+    evaluation = Setbacks.of(state).evaluation
     if evaluation is None:
         raise ValueError("evaluate produced no evaluation")
     if not evaluation.get("acceptable"):
@@ -168,9 +168,9 @@ def route_recovery(
     state: OrchestratorState,
 ) -> Literal["execute_step", "replan", "ask_user", "advance_step", "advance_goal", "git_operations"]:
     """After reflect or ask_user: act on the decision."""
-    if state.get("halt"):
+    if Setbacks.of(state).halt:
         return "git_operations"
-    decision = state.get("recovery")
+    decision = Setbacks.of(state).recovery
     if decision is None:
         raise ValueError("no recovery decision after a failed step")
     match decision.get("action"):
@@ -186,13 +186,13 @@ def route_recovery(
 
 
 def route_after_replan(state: OrchestratorState) -> Literal["approve_plan", "execute_step", "git_operations"]:
-    if state.get("halt"):
+    if Setbacks.of(state).halt:
         return "git_operations"
-    if state.get("task_category") in ("epic", "generative"):
+    if Intake.of(state).task_category in ("epic", "generative"):
         return "approve_plan"  # a replanned epic is approved again
     return "execute_step"
 
 
 def route_after_git(state: OrchestratorState) -> Literal["execute_step", "finalize"]:
     """An approved commit waiting for the step the user added runs that step first."""
-    return "execute_step" if state.get("commit_approval") else "finalize"
+    return "execute_step" if UserTerms.of(state).commit_approval else "finalize"

@@ -14,6 +14,7 @@ from typing import Any
 
 from app.graph.rules.goals import finished_ids
 from app.graph.rules.progress import goal_share
+from app.graph.state_access import Attempts, Position
 from app.texts import Texts
 from app.texts.clip import clip
 
@@ -41,14 +42,14 @@ class GoalActivity:
 
 def activity_of(node: str, state: Mapping[str, Any]) -> GoalActivity | None:
     """A goal subgraph's node start, from the state the node starts with."""
-    goals = state.get("goals") or []
-    index = int(state.get("current_goal_index") or 0)
+    goals = Position.of(state).goals or []
+    index = int(Position.of(state).current_goal_index or 0)
     if not 0 <= index < len(goals):
         return None
-    steps = state.get("steps") or []
+    steps = Position.of(state).steps or []
     return GoalActivity(goal_id=str(goals[index].get("id")), title=str(goals[index].get("title", "")), index=index,
-                        node=node, step=int(state.get("current_step_index") or 0) + 1 if steps else 0,
-                        steps=len(steps), attempt=int(state.get("attempt") or 1), share=goal_share(state, node))
+                        node=node, step=int(Position.of(state).current_step_index or 0) + 1 if steps else 0,
+                        steps=len(steps), attempt=int(Attempts.of(state).attempt or 1), share=goal_share(state, node))
 
 
 def goal_states(run: Mapping[str, Any], activity: Mapping[str, GoalActivity], t: Texts, node: str = "") -> str:

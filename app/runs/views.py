@@ -13,6 +13,7 @@ from langgraph.types import PregelTask
 
 from app.agents.snapshots import WorkspaceSnapshots
 from app.agents.workspace import WorkspaceManager
+from app.graph.state_access import Position
 from app.persistence.runs import RunRecord, RunStatus, RunStore
 from app.runs.detail import run_detail
 from app.runs.diffs import run_diff
@@ -91,7 +92,7 @@ class RunViews:
             config["configurable"] = {**config.get("configurable", {}), "checkpoint_ns": f"run_goal:{task.id}"}
             saved = await saver.aget_tuple(config)
             state = dict(saved.checkpoint.get("channel_values") or {}) if saved else {}
-            goals, index = state.get("goals") or [], int(state.get("current_goal_index") or 0)
+            goals, index = Position.of(state).goals or [], int(Position.of(state).current_goal_index or 0)
             if 0 <= index < len(goals):
                 found[str(goals[index].get("id"))] = state
         return found

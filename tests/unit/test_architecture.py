@@ -93,6 +93,18 @@ def test_the_graphs_rules_run_without_langgraph() -> None:
     assert len(modules) >= 10 and loaded == []
 
 
+def test_the_state_is_read_through_its_parts() -> None:
+    """A key's default is declared once, beside its field in app/graph/state_access.py: no module
+    reads a state key with a default of its own (`state.get("attempt", 1)`), nor by name at all."""
+    reads = [f"{path.relative_to(REPO)}:{node.lineno}" for path in _modules() if path.name != "state_access.py"
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+             and isinstance(node.func.value, ast.Name) and node.func.value.id == "state"
+             and (len(node.args) > 1 or (node.args and isinstance(node.args[0], ast.Constant)
+                                         and node.args[0].value not in ("task", "language")))]
+    assert reads == []
+
+
 def test_text_is_shortened_one_way() -> None:
     """One `clip` (app/texts/clip.py): no module keeps a copy of its own."""
     copies = [f"{path.relative_to(REPO)}:{node.lineno} {node.name}" for path in _modules()

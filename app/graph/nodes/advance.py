@@ -7,8 +7,9 @@ from typing import Any
 from app.graph.rules import step_changes
 from app.graph.rules.goals import finished_ids
 from app.graph.rules.report import done_slots
-from app.graph.run_state import NodeRuntime, Position, current_goal, reset_step_counters, run_key, task_of
+from app.graph.run_state import NodeRuntime, current_goal, reset_step_counters, run_key, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Position
 from app.persistence.context_store import ContextStore
 from app.schemas.domain import GoalSummary
 
@@ -38,6 +39,6 @@ async def advance_goal(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
         summary.model_dump(mode="json"))
     summarised = {"goal_summaries": [summary.model_dump(mode="json")], "recovery": None}
     done = finished_ids(state) | {summary.goal_id}
-    if all(g["id"] in done for g in state.get("goals") or []):  # the last goal stays current: the commit
+    if all(g["id"] in done for g in Position.of(state).goals or []):  # the last goal stays current: the commit
         return summarised                                         # gate may add a step to it
     return summarised | {"steps": [], "current_step_index": 0, **reset_step_counters()}

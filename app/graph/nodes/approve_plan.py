@@ -17,8 +17,9 @@ from app.graph.rules import design_doc
 from app.graph.rules.approval import classify_modification
 from app.graph.rules.goals import GoalOrder, plan_order
 from app.graph.rules.progress import tests_note
-from app.graph.run_state import Attempts, NodeRuntime, Position, run_key, run_language, task_of
+from app.graph.run_state import NodeRuntime, run_key, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Attempts, Intake, Position, UserTerms, Waves
 from app.graph.state_parts import GoalDict
 from app.graph.user_answers import read_approval
 from app.schemas.domain import Complexity, Recovery, RecoveryAction
@@ -60,17 +61,17 @@ def plan_description(order: GoalOrder, *, finished: int, header: str, t: Texts) 
 async def approve_plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
     finished = Position.of(state).current_goal_index
-    order = plan_order(state.get("goals") or [], finished=finished)
+    order = plan_order(Position.of(state).goals or [], finished=finished)
     goals, waves = order.goals, order.waves
-    generative = state.get("task_category") == "generative"
+    generative = Intake.of(state).task_category == "generative"
     t = texts(run_language(state, ctx.settings))
     todo = len(goals) - finished
     header = (t.plan_gate_replanned.format(reason=state["replan_reason"], goals=todo, waves=len(waves))
-              if state.get("replan_reason") else t.plan_gate.format(goals=todo, waves=len(waves)))
+              if UserTerms.of(state).replan_reason else t.plan_gate.format(goals=todo, waves=len(waves)))
     description = plan_description(order, finished=finished, header=header, t=t)
     if tests := tests_note(state, t):  # what will judge every goal's work
         description = f"{description}\n{tests[:1].upper()}{tests[1:]}"
-    drafted = state.get("design")
+    drafted = Waves.of(state).design
     if generative and drafted:  # the document the goals come from, before them
         description = t.design_gate.format(path=drafted["path"], summary=drafted["summary"]) + "\n\n" + description
     decision = interrupt(

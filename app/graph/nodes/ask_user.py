@@ -12,8 +12,9 @@ from langgraph.types import interrupt
 from app.graph.decisions import apply_decision
 from app.graph.rules import failure_recovery
 from app.graph.rules.approval import answer_text
-from app.graph.run_state import Attempts, NodeRuntime, current_step, run_language, task_of
+from app.graph.run_state import NodeRuntime, current_step, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Attempts
 from app.graph.user_answers import read_recovery_choice
 from app.schemas.domain import CodingStep, Recovery, RecoveryAction
 from app.texts import texts

@@ -11,12 +11,13 @@ from typing import Any
 from langgraph.types import interrupt
 
 from app.graph.rules.approval import answer_text
-from app.graph.run_state import Attempts, NodeRuntime, task_of
+from app.graph.run_state import NodeRuntime, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Attempts, Intake
 
 
 async def clarify(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
-    questions = state.get("clarification_questions") or []
+    questions = Intake.of(state).clarification_questions or []
     decision = interrupt(
         {
             "type": "clarification",

@@ -18,19 +18,9 @@ from typing import Any
 from app.graph import verification
 from app.graph.rules import integrity, request_scope, step_changes
 from app.graph.rules.test_plan import command_for
-from app.graph.run_state import (
-    Attempts,
-    NodeRuntime,
-    Position,
-    current_goal,
-    current_step,
-    current_thread_id,
-    emit,
-    rules_of,
-    run_language,
-    task_of,
-)
+from app.graph.run_state import NodeRuntime, current_goal, current_step, current_thread_id, emit, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Attempts, Outcome, Position, Tests, rules_of
 from app.graph.state_parts import Rules, StepResultDict, TaskDict
 from app.schemas.domain import CheckStatus, CodingStep, Evaluation, EvaluationCheck, ReviewVerdict, StepType
 from app.texts import Texts, texts
@@ -109,7 +99,7 @@ async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
     emit({"type": "verification", "acceptable": evaluation.acceptable,
           "checks": [c.model_dump(mode="json") for c in checks if c.status != CheckStatus.PASSED or c.name in
                      ("integrity", "tests", "review")]})
-    known = set(state.get("warnings") or [])
+    known = set(Outcome.of(state).warnings or [])
     fresh = [w for w in dict.fromkeys(warnings) if w not in known]
     updates: dict[str, Any] = {"evaluation": evaluation.model_dump(mode="json")}
     if not evaluation.acceptable and last.get("success"):  # the verdict joins the attempt's result
@@ -163,9 +153,9 @@ async def _tests(state: OrchestratorState, runtime: NodeRuntime, step: CodingSte
         ctx, command=command, workspace=workspace, step=step, thread_id=current_thread_id(),
         task=task_of(state), goal_index=Position.of(state).current_goal_index, attempt=Attempts.of(state).attempt,
         on_log=lambda line: emit({"type": "agent_log", "agent": "tests", "line": line}),
-        longest=state.get("test_seconds"))
+        longest=Tests.of(state).test_seconds)
     if run.seconds is not None:
-        timing["test_seconds"] = max(run.seconds, state.get("test_seconds") or 0.0)
+        timing["test_seconds"] = max(run.seconds, Tests.of(state).test_seconds or 0.0)
     if run.outcome == "passed":
         return EvaluationCheck(name="tests", status=CheckStatus.PASSED, message=run.summary)
     if run.outcome == "not_run":  # under require_tests, work whose tests could not run is not done

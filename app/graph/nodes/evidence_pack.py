@@ -14,6 +14,7 @@ from typing import Any, cast
 from app.graph import chat
 from app.graph.run_state import NodeRuntime, run_key, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Intake
 from app.schemas.domain import EvidencePack
 from app.texts.clip import clip
 
@@ -26,7 +27,7 @@ KB_UNAVAILABLE = "Knowledge Base unavailable: the run continues without (part of
 async def evidence_pack(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
     task = task_of(state)
-    refs = (state.get("external_refs") or [])[:10]
+    refs = (Intake.of(state).external_refs or [])[:10]
 
     async def fetch_ref(ref: str) -> dict[str, str] | None:
         items = await ctx.kb.retrieve(ref, client_id=task["client_id"], project_id=task.get("project_id"),
@@ -34,7 +35,7 @@ async def evidence_pack(state: OrchestratorState, runtime: NodeRuntime) -> dict[
         return {"ref": ref, "content": " / ".join(i.content[:300] for i in items)} if items else None
 
     results = await asyncio.gather(*(fetch_ref(ref) for ref in refs), return_exceptions=True)
-    unknowns = list(state.get("kb_warnings") or [])
+    unknowns = list(Intake.of(state).kb_warnings or [])
     artifacts = []
     for ref, result in zip(refs, results, strict=True):
         if isinstance(result, BaseException):
@@ -51,11 +52,11 @@ async def evidence_pack(state: OrchestratorState, runtime: NodeRuntime) -> dict[
         log.warning("context store: the previous run of chat %s could not be read", task["id"], exc_info=True)
         earlier = None
     pack = EvidencePack(
-        kb_results=list(cast("list[dict[str, str]]", state.get("kb_results") or [])),  # KbHit: the typed form
+        kb_results=list(cast("list[dict[str, str]]", Intake.of(state).kb_results or [])),  # KbHit: the typed form
         tracker_artifacts=artifacts,
         chat_history_summary=chat.summary_text(state),
         external_refs=refs,
-        facts=[f"Task category: {state.get('task_category')}", f"Action: {state.get('task_action')}"],
+        facts=[f"Task category: {Intake.of(state).task_category}", f"Action: {Intake.of(state).task_action}"],
         unknowns=unknowns,
         earlier_run=clip(earlier.detail.get("summary") or earlier.summary, EARLIER_RUN_CHARS) if earlier else "",
     )

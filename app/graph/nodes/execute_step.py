@@ -22,20 +22,17 @@ from app.graph.rules.request_scope import covering_tests, is_test_file, list_fil
 from app.graph.rules.test_plan import command_for
 from app.graph.rules.tracker_ops import TrackerCall, carry_out
 from app.graph.run_state import (
-    Attempts,
     NodeRuntime,
-    Position,
-    WorkDone,
     current_goal,
     current_step,
     current_thread_id,
     emit,
-    rules_of,
     run_key,
     run_language,
     task_of,
 )
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Attempts, Inputs, Outcome, Position, Setbacks, UserTerms, WorkDone, rules_of
 from app.kb.prefetch import prefetch_kb_context
 from app.llm.budget import Usage
 from app.llm.provider import LlmError
@@ -53,7 +50,7 @@ FEEDBACK_CHARS = 3000
 
 def retry_feedback(state: OrchestratorState, step: CodingStep, language: str) -> str:
     """What went wrong last time, for the next attempt of the same step (empty on a first attempt)."""
-    raw = state.get("recovery")
+    raw = Setbacks.of(state).recovery
     attempt = Attempts.of(state).attempt
     if not raw or attempt <= 1:
         return ""
@@ -74,7 +71,7 @@ def retry_feedback(state: OrchestratorState, step: CodingStep, language: str) ->
 
 def keeps_changes(state: OrchestratorState, step: CodingStep) -> bool:
     """Whether this attempt works on top of the failed one's change (see `Recovery.keep_changes`)."""
-    raw = state.get("recovery")
+    raw = Setbacks.of(state).recovery
     if not raw or Attempts.of(state).attempt <= 1:
         return False
     recovery = Recovery.model_validate(raw)
@@ -136,15 +133,15 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     brief = StepBrief(
         agent_type=agent,
         instructions=prompts.render_instructions(
-            step, goal, task, rules, single_goal=len(state.get("goals") or []) <= 1,
+            step, goal, task, rules, single_goal=len(Position.of(state).goals or []) <= 1,
             earlier=earlier.work, findings=earlier.findings,
             feedback=retry_feedback(state, step, language),
             conversation=conversation_before(state, task["query"]),
             tests=tests, test_command=command.label() if command else None,
-            tests_readable=ctx.settings.agent_reads_tests, conditions=state.get("user_conditions") or []),
+            tests_readable=ctx.settings.agent_reads_tests, conditions=UserTerms.of(state).user_conditions or []),
         task=task_brief(state, goal_index, step.index) | {"attempt": attempt},
         kb_context=kb.text,
-        environment=state.get("environment"),
+        environment=Inputs.of(state).environment,
         files=scope.editable,
         read_files=[*scope.context, *(tests if ctx.settings.agent_reads_tests else [])],
         forbidden_files=rules.get("forbidden_files", []),
@@ -257,7 +254,7 @@ async def _tracker(state: OrchestratorState, runtime: NodeRuntime, step: CodingS
     task = task_of(state)
     t = texts(run_language(state, ctx.settings))
     goal_index = Position.of(state).current_goal_index
-    project = state.get("jervis_project_id") or task.get("project_id")
+    project = Inputs.of(state).jervis_project_id or task.get("project_id")
     completed = _done_operations(state, step)
     done: list[str] = []
     not_done: list[str] = []
@@ -299,7 +296,7 @@ async def execute_step(state: OrchestratorState, runtime: NodeRuntime) -> dict[s
     if step.step_type == StepType.RESPOND:
         result, answer = await _respond(state, runtime, step)
         if answer:
-            previous = state.get("final_result")
+            previous = Outcome.of(state).final_result
             updates["final_result"] = f"{previous}\n\n{answer}" if previous else answer
     elif step.step_type == StepType.TRACKER:
         result, not_carried_out = await _tracker(state, runtime, step)

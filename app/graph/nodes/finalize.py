@@ -19,6 +19,7 @@ from app.graph import chat, prompts
 from app.graph.rules import report
 from app.graph.run_state import NodeRuntime, run_key, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Outcome, Setbacks, WorkDone
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
 from app.llm.scope import current_scope
@@ -35,11 +36,11 @@ def facts(state: OrchestratorState) -> str:
         files = ", ".join(result.get("changed_files", []))
         lines.append(f"- step {result['step_index'] + 1} [OK] {result['summary'][:300]}"
                      + (f" (files: {files})" if files else ""))
-    for skipped in state.get("skipped") or []:
+    for skipped in Setbacks.of(state).skipped or []:
         lines.append(f"- step {skipped['step_index'] + 1} [SKIPPED] {skipped['title']}: {skipped['reason'][:200]}")
-    if failures := state.get("failures"):
+    if failures := Setbacks.of(state).failures:
         lines.append(f"Failed attempts on the way: {len(failures)}")
-    if state.get("branch"):
+    if Outcome.of(state).branch:
         lines.append(f"Branch: {state['branch']}")
     if count := chat.total_message_count(state):
         lines.append(f"Conversation so far: {count} messages")
@@ -71,18 +72,18 @@ GIT_NOTES = ("commit_rejected", "push_rejected", "committed", "pushed", "not_a_r
 
 
 def git_note(state: OrchestratorState, t: Texts) -> str:
-    outcome = state.get("git_outcome") or ""
+    outcome = Outcome.of(state).git_outcome or ""
     if outcome not in GIT_NOTES:
         return ""
-    return str(getattr(t, f"git_{outcome}")).format(branch=state.get("branch") or "-")
+    return str(getattr(t, f"git_{outcome}")).format(branch=Outcome.of(state).branch or "-")
 
 
 async def finalize(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
     language = run_language(state, ctx.settings)
     t = texts(language)
-    halt = state.get("halt")
-    problem = halt["message"] if halt else state.get("error")
+    halt = Setbacks.of(state).halt
+    problem = halt["message"] if halt else Outcome.of(state).error
     files = report.changed_files(state)
     updates: dict[str, Any] = {"artifacts": files}
     if problem:
@@ -90,8 +91,8 @@ async def finalize(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
         summary = "\n".join(line for line in lines if line)
         updates |= {"final_result": summary, "error": report.error_text(problem, state, t)}
     else:
-        summary = answers = state.get("final_result") or ""
-        worked = not summary or (state.get("step_results") and any(r.get("step_type") != "respond"
+        summary = answers = Outcome.of(state).final_result or ""
+        worked = not summary or (WorkDone.of(state).step_results and any(r.get("step_type") != "respond"
                                                                    for r in state["step_results"]))
         if worked:  # the answer steps' full answers (a mixed plan) come first, then the report of the work
             written = (await _written(state, runtime, t, language) if ctx.settings.report_writer == "model"
@@ -103,7 +104,7 @@ async def finalize(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
             summary = f"{summary}\n\n{note}"
         updates["final_result"] = summary
     ctx.context_store.save_nowait(run_key(state), "task", "final", summary[:500],
-                                  {"summary": summary, "branch": state.get("branch"),
+                                  {"summary": summary, "branch": Outcome.of(state).branch,
                                    "artifacts": files, "error": updates.get("error")}, chat_id=task_of(state)["id"])
     return updates
 

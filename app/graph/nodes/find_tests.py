@@ -20,6 +20,7 @@ from app.graph.rules.approval import answer_text
 from app.graph.rules.test_plan import command_from_answer, from_plan, to_plan
 from app.graph.run_state import NodeRuntime, current_thread_id, emit, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Inputs
 from app.graph.state_parts import PlannedTestsDict
 from app.persistence.project_memory import project_key
 from app.texts import Texts, texts
@@ -49,7 +50,7 @@ async def find_tests(state: OrchestratorState, runtime: NodeRuntime) -> dict[str
 
 async def _known(state: OrchestratorState, runtime: NodeRuntime, key: str, t: Texts) -> PlannedTestsDict | None:
     """The command that needs no question: the request's, the project's remembered one, a detected one."""
-    if given := command_from_environment(state.get("environment")):
+    if given := command_from_environment(Inputs.of(state).environment):
         return to_plan(given.model_copy(update={"source": t.tests_source_environment}), "environment")
     ctx = runtime.context
     if remembered := await ctx.project_memory.test_command(key):

@@ -29,18 +29,17 @@ from app.graph.rules import step_changes
 from app.graph.rules.approval import Modification, classify_modification
 from app.graph.rules.report import changed_files
 from app.graph.run_state import (
-    Attempts,
     NodeRuntime,
     cloud_allowed,
     current_goal,
     current_thread_id,
     emit,
     reset_step_counters,
-    rules_of,
     run_language,
     task_of,
 )
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Attempts, Position, Setbacks, UserTerms, Waves, WorkDone, rules_of
 from app.graph.state_parts import Rules
 from app.graph.user_answers import read_approval
 from app.schemas.domain import CodingStep, StepType
@@ -100,7 +99,7 @@ def apply_branch_rule(branch: str, rule: Modification, rules: Rules, task_id: st
 def goal_files(state: OrchestratorState) -> list[str]:
     """One line per finished goal: its title and the files it changed."""
     return [f"{n}. {clip(s['title'], 80)}: {', '.join(s.get('changed_files', [])) or '-'}"
-            for n, s in enumerate(state.get("goal_summaries") or [], 1)]
+            for n, s in enumerate(WorkDone.of(state).goal_summaries or [], 1)]
 
 
 def commit_plan(state: OrchestratorState, branch: str, files: list[str]) -> dict[str, Any]:
@@ -109,18 +108,18 @@ def commit_plan(state: OrchestratorState, branch: str, files: list[str]) -> dict
     the goal left them (its recorded tree), the last one with the run's files as they are now."""
     task, rules = task_of(state), rules_of(state)
     trailer = f"Jervis-Thread: {current_thread_id() or task['id']}"
-    goals = state.get("goals")
+    goals = Position.of(state).goals
     title = commit_title(goals[0].get("title") if goals else None, task["query"], files)
     plan: dict[str, Any] = {"branch": branch, "message": commit_message(rules, task["id"], title), "files": files,
                             "trailer": trailer}
-    drafted = state.get("design")
+    drafted = Waves.of(state).design
     commits = [{"message": commit_message(rules, task["id"], f"Design: {Path(drafted['path']).stem}"),
                 "trailer": f"{trailer} design", "files": [drafted["path"]], "tree": drafted.get("tree")}
                ] if drafted and drafted.get("tree") else []
     commits += [{"message": commit_message(rules, task["id"], commit_title(s["title"], "", s["changed_files"])),
                  "trailer": f"{trailer} goal {s['goal_id']}",
                  "files": s["changed_files"], "tree": s.get("tree")}
-                for s in state.get("goal_summaries") or [] if s.get("changed_files")]
+                for s in WorkDone.of(state).goal_summaries or [] if s.get("changed_files")]
     if len(commits) < 2:
         return plan
     commits[-1] |= {"files": files, "tree": None}  # the end of the run, steps added at the commit gate included
@@ -156,7 +155,7 @@ async def run_git(state: OrchestratorState, runtime: NodeRuntime, workspace: Pat
 
 def added_step(state: OrchestratorState, runtime: NodeRuntime, text: str, branch: str) -> dict[str, Any]:
     """"ano, ale přidej testy": the commit is approved once one more step of the last goal is done."""
-    steps = list(state.get("steps") or [])
+    steps = list(Position.of(state).steps or [])
     goal = current_goal(state)
     step = CodingStep(instructions=text, step_type=StepType.CODE)
     new = number_steps([step], complexity=goal.get("complexity"),
@@ -177,8 +176,8 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
     files = changed_files(state)
     if not files:
         return {"branch": None, "git_outcome": "no_changes", "artifacts": []}
-    halt = state.get("halt")
-    approved_before = None if halt else state.get("commit_approval")
+    halt = Setbacks.of(state).halt
+    approved_before = None if halt else UserTerms.of(state).commit_approval
     # An approval with more work carries the branch it named (always set where it is made).
     branch = (approved_before.get("branch") if approved_before else None) or branch_name(rules, task["id"])
     if not branch_allowed(branch, rules):
@@ -192,9 +191,9 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
         description = (t.commit_gate_partial.format(problem=clip(halt["message"], 300), count=len(files),
                                                     branch=branch)
                        if halt else t.commit_gate.format(count=len(files), branch=branch))
-        if len(state.get("goal_summaries") or []) > 1:  # an epic: what each goal changed, and the whole diff stat
-            stat = await step_changes.diff(ctx.snapshots, workspace, step_changes.run_base(state.get("step_results")
-                                                                                          or []), stat=True)
+        if len(WorkDone.of(state).goal_summaries or []) > 1:  # an epic: what each goal changed, and the whole diff stat
+            base = step_changes.run_base(WorkDone.of(state).step_results)
+            stat = await step_changes.diff(ctx.snapshots, workspace, base, stat=True)
             description = "\n".join([description, *goal_files(state), *([stat.rstrip()] if stat else [])])
         answer = await read_approval(ctx.llm, interrupt({
             "type": "approval_request", "action": "commit", "description": description,

@@ -13,8 +13,9 @@ from app.graph.agent_handover import workspace_root
 from app.graph.prompt_context import clarification_text, identity
 from app.graph.rules.classification import certain_classification, classify
 from app.graph.rules.request_scope import scope_of
-from app.graph.run_state import Attempts, NodeRuntime, current_thread_id, run_language, task_of
+from app.graph.run_state import NodeRuntime, current_thread_id, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Attempts, Inputs, Intake
 from app.kb.prefetch import fetch_project_context
 from app.llm.scope import cloud_request
 from app.schemas.domain import Classification
@@ -25,7 +26,7 @@ async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
     task = task_of(state)
     language = run_language(state, ctx.settings)
     updates: dict[str, Any] = {}
-    project_context = state.get("project_context")
+    project_context = Intake.of(state).project_context
     if project_context is None:  # second round (after a clarification) reuses the first fetch
         started = ctx.kb_prefetch.take(current_thread_id())  # by the run driver, at dispatch
         kb = await started if started is not None else await fetch_project_context(
@@ -44,8 +45,8 @@ async def intake(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
         result = certain
     else:
         context = "\n\n".join(
-            part for part in (identity(state), project_context, render_environment(state.get("environment"))
-                              if state.get("environment") else "") if part
+            part for part in (identity(state), project_context, render_environment(Inputs.of(state).environment)
+                              if Inputs.of(state).environment else "") if part
         )
         result, warnings = await classify(
             ctx.llm, query=task["query"], context=context, recent=chat.recent_messages(state, 5),

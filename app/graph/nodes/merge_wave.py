@@ -19,8 +19,9 @@ from app.agents.snapshots import SnapshotError
 from app.graph import verification
 from app.graph.rules.test_plan import command_for
 from app.graph.rules.waves import goal_branch, latest_wave_records, worktree_path
-from app.graph.run_state import NodeRuntime, current_thread_id, emit, rules_of, run_language, task_of
+from app.graph.run_state import NodeRuntime, current_thread_id, emit, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Position, Waves, rules_of
 from app.graph.state_parts import GoalDict, WaveDict, WaveGoalDict
 from app.schemas.domain import CodingStep, Complexity, StepType
 from app.texts import Texts, texts
@@ -34,14 +35,14 @@ WAVE_TEST_GOAL_INDEX = 1000
 
 async def merge_wave(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
-    wave: WaveDict | None = state.get("wave")
+    wave: WaveDict | None = Waves.of(state).wave
     if not wave:
         raise ValueError("merge_wave without a wave")
     t = texts(run_language(state, ctx.settings))
     task = task_of(state)
-    goals = {g["id"]: g for g in state.get("goals") or []}
+    goals = {g["id"]: g for g in Position.of(state).goals or []}
     main = ctx.workspaces.resolve(task["workspace_path"])
-    records = latest_wave_records([r for r in state.get("wave_goals") or [] if r["wave"] == wave["number"]])
+    records = latest_wave_records([r for r in Waves.of(state).wave_goals or [] if r["wave"] == wave["number"]])
     merged, tree = wave["base_commit"], wave["base_tree"]
     merged_titles: list[str] = []
     out: list[WaveGoalDict] = []
@@ -86,7 +87,7 @@ async def _remove_worktrees(state: OrchestratorState, runtime: NodeRuntime, wave
     task = task_of(state)
     thread = current_thread_id() or task["id"]
     main = ctx.workspaces.resolve(task["workspace_path"])
-    index = {g["id"]: i for i, g in enumerate(state.get("goals") or [])}
+    index = {g["id"]: i for i, g in enumerate(Position.of(state).goals or [])}
     for goal_id in wave["goals"]:
         path = ctx.workspaces.resolve(worktree_path(task["workspace_path"], thread, index[goal_id]))
         try:
@@ -112,7 +113,7 @@ async def _tests_on_merged(state: OrchestratorState, runtime: NodeRuntime, wave:
         on_log=lambda line: emit({"type": "agent_log", "agent": "tests", "line": line}))
     if run.outcome != "failed":
         return None
-    ids = {g["id"] for g in state.get("goals") or []}
+    ids = {g["id"] for g in Position.of(state).goals or []}
     goal_id = f"wave-{wave['number']}-tests"
     if goal_id in ids:
         return None

@@ -20,6 +20,7 @@ from app.graph.rules.request_scope import RequestScope, scope_of
 from app.graph.rules.step_cleanup import cleaned_steps
 from app.graph.run_state import NodeRuntime, cloud_allowed, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Intake
 from app.graph.state_parts import GoalDict
 from app.llm.errors import HeartbeatTimeoutError, LlmJsonError
 from app.schemas.domain import CodingStep, StepPlan, StepType
@@ -38,14 +39,14 @@ def request_goal(query: str, complexity: str) -> GoalDict:
 async def plan(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
     task = task_of(state)
-    action = state.get("task_action") or "respond"
+    action = Intake.of(state).task_action or "respond"
     language = run_language(state, ctx.settings)
     base = {"current_goal_index": 0, "current_step_index": 0, **reset_step_counters()}
     if action == "respond":
         step = CodingStep(index=0, instructions=task["query"], step_type=StepType.RESPOND)
-        goal = request_goal(task["query"], state.get("task_complexity") or "simple")
+        goal = request_goal(task["query"], Intake.of(state).task_complexity or "simple")
         return base | {"goals": [goal], "steps": [step.model_dump(mode="json")]}
-    goal = request_goal(task["query"], state.get("task_complexity") or "medium")
+    goal = request_goal(task["query"], Intake.of(state).task_complexity or "medium")
     updates: dict[str, Any] = {}
     if action == "code":
         steps, warnings = await code_steps(state, runtime)

@@ -15,8 +15,9 @@ from app.agents.confinement import WorkspaceEscapeError
 from app.graph import chat, prompts
 from app.graph.prompt_context import planning_context
 from app.graph.rules import design_doc, step_changes
-from app.graph.run_state import Attempts, NodeRuntime, run_language, task_of
+from app.graph.run_state import NodeRuntime, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Attempts, Setbacks, Waves
 from app.schemas.domain import DesignPlan, GoalPlan, RecoveryAction
 from app.texts.clip import clip
 
@@ -41,8 +42,8 @@ async def design(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, An
     """The design and its goals; after a refusal with a reason, the same document revised."""
     ctx = runtime.context
     task = task_of(state)
-    earlier = state.get("design")
-    pending: dict[str, Any] = dict(state.get("recovery") or {})
+    earlier = Waves.of(state).design
+    pending: dict[str, Any] = dict(Setbacks.of(state).recovery or {})
     objection = str(pending.get("failure") or "") if pending.get("action") == RecoveryAction.REPLANNING else ""
     workspace = ctx.workspaces.resolve(task["workspace_path"])
     messages = prompts.design(query=task["query"], context=planning_context(state),

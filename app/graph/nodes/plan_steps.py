@@ -16,17 +16,9 @@ from app.graph.prompt_context import planning_context
 from app.graph.rules.goals import finished_ids
 from app.graph.rules.request_scope import scope_of
 from app.graph.rules.step_cleanup import cleaned_steps
-from app.graph.run_state import (
-    Attempts,
-    NodeRuntime,
-    WorkDone,
-    cloud_allowed,
-    current_goal,
-    reset_step_counters,
-    run_language,
-    task_of,
-)
+from app.graph.run_state import NodeRuntime, cloud_allowed, current_goal, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Attempts, Position, WorkDone
 from app.llm.errors import HeartbeatTimeoutError, LlmJsonError
 from app.schemas.domain import CodingStep, StepPlan
 from app.texts import texts
@@ -38,7 +30,7 @@ def other_goals(state: OrchestratorState) -> str:
     """The plan's goals other than the current one and not done yet: work this goal leaves alone."""
     current = current_goal(state)["id"]
     done = finished_ids(state)
-    return "\n".join(f"- {g['title']}" for g in state.get("goals") or [] if g["id"] not in done | {current})
+    return "\n".join(f"- {g['title']}" for g in Position.of(state).goals or [] if g["id"] not in done | {current})
 
 
 def done_before(state: OrchestratorState) -> str:

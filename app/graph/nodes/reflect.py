@@ -18,8 +18,9 @@ from typing import Any
 from app.graph import prompts
 from app.graph.decisions import apply_decision
 from app.graph.rules import failure_recovery, step_changes
-from app.graph.run_state import Attempts, NodeRuntime, Position, current_step, emit, run_language, task_of
+from app.graph.run_state import NodeRuntime, current_step, emit, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Attempts, Position, Setbacks
 from app.llm.budget import BudgetExceededError
 from app.llm.provider import LlmError
 from app.persistence.context_store import ContextStore
@@ -47,14 +48,14 @@ async def agent_output(store: ContextStore, task_id: str, goal_index: int, step_
 
 def history(state: OrchestratorState, limit: int = 3) -> str:
     return "\n".join(f"- step {f['goal_index'] + 1}.{f['step_index'] + 1} attempt {f['attempt']}: "
-                     f"{clip(f['reason'], 150)} → {f['action']}" for f in (state.get("failures") or [])[-limit:])
+                     f"{clip(f['reason'], 150)} → {f['action']}" for f in (Setbacks.of(state).failures or [])[-limit:])
 
 
 async def reflect(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
     ctx = runtime.context
     step = CodingStep.model_validate(current_step(state))
     last = state["step_results"][-1]
-    evaluation = Evaluation.model_validate(state.get("evaluation") or {"acceptable": False})
+    evaluation = Evaluation.model_validate(Setbacks.of(state).evaluation or {"acceptable": False})
     attempt = Attempts.of(state).attempt
     goal_index = Position.of(state).current_goal_index
     caps = failure_recovery.Caps.from_settings(ctx.settings)
@@ -65,7 +66,7 @@ async def reflect(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, A
     workspace = ctx.workspaces.resolve(task["workspace_path"])
     diff = await step_changes.diff(ctx.snapshots, workspace, last["base_tree"]) if last.get("base_tree") else ""
     signature = failure_recovery.failure_signature(failure, diff)
-    repeats = sum(1 for f in state.get("failures") or [] if f.get("signature") == signature
+    repeats = sum(1 for f in Setbacks.of(state).failures or [] if f.get("signature") == signature
                   and (f["goal_index"], f["step_index"]) == (goal_index, step.index))
     reflected = attempt >= ctx.settings.reflection_from_attempt
     suggestion: Reflection | None = None

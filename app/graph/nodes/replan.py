@@ -16,18 +16,9 @@ from app.graph.prompt_context import planning_context
 from app.graph.rules import progress
 from app.graph.rules.goals import finished_ids
 from app.graph.rules.step_cleanup import cleaned_steps
-from app.graph.run_state import (
-    Attempts,
-    NodeRuntime,
-    Position,
-    WorkDone,
-    cloud_allowed,
-    current_goal,
-    reset_step_counters,
-    run_language,
-    task_of,
-)
+from app.graph.run_state import NodeRuntime, cloud_allowed, current_goal, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Attempts, Intake, Position, WorkDone
 from app.schemas.domain import GoalPlan, Recovery, StepPlan
 from app.texts.clip import clip
 
@@ -36,7 +27,7 @@ GOAL_LEVEL = frozenset({"epic", "generative"})
 
 def replans_goals(state: OrchestratorState) -> bool:
     """Epics and designs replan their remaining goals; single tasks the rest of the goal."""
-    return state.get("task_category") in GOAL_LEVEL
+    return Intake.of(state).task_category in GOAL_LEVEL
 
 
 def _why(decision: Recovery) -> str:

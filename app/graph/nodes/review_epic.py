@@ -17,6 +17,7 @@ from app.graph.rules import step_changes
 from app.graph.rules.report import tests_line
 from app.graph.run_state import NodeRuntime, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Position, Waves, WorkDone
 from app.graph.state_parts import EpicReviewDict, GoalDict
 from app.schemas.domain import Complexity, ReviewVerdict
 from app.texts import texts
@@ -24,9 +25,9 @@ from app.texts.clip import clip
 
 
 def goals_text(state: OrchestratorState) -> str:
-    summaries = {s["goal_id"]: s for s in state.get("goal_summaries") or []}
+    summaries = {s["goal_id"]: s for s in WorkDone.of(state).goal_summaries or []}
     lines = []
-    for n, goal in enumerate(state.get("goals") or [], 1):
+    for n, goal in enumerate(Position.of(state).goals or [], 1):
         done = summaries.get(goal["id"])
         said = (clip(done["summary"], 300) + " (files: " + (", ".join(done.get("changed_files", [])) or "none") + ")"
                 if done else "not done")
@@ -44,11 +45,11 @@ async def review_epic(state: OrchestratorState, runtime: NodeRuntime) -> dict[st
     task = task_of(state)
     language = run_language(state, ctx.settings)
     t = texts(language)
-    goals = list(state.get("goals") or [])
-    earlier = state.get("epic_review")
+    goals = list(Position.of(state).goals or [])
+    earlier = Waves.of(state).epic_review
     round_ = (earlier["round"] if earlier else 0) + 1
     workspace = ctx.workspaces.resolve(task["workspace_path"])
-    base = step_changes.run_base(state.get("step_results") or [])
+    base = step_changes.run_base(WorkDone.of(state).step_results or [])
     diff = await step_changes.diff(ctx.snapshots, workspace, base)
     stat = await step_changes.diff(ctx.snapshots, workspace, base, stat=True)
     verdict = await verification.review_whole(

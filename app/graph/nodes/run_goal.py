@@ -22,8 +22,9 @@ from langgraph.pregel import Pregel
 from app.agents.snapshots import SnapshotError
 from app.graph.guards import Node
 from app.graph.rules.waves import goal_branch, worktree_path
-from app.graph.run_state import NodeRuntime, Position, current_thread_id, reset_step_counters, task_of
+from app.graph.run_state import NodeRuntime, current_thread_id, reset_step_counters, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Position, Waves
 
 #: Halts that end the whole run (the budget is the run's, a model outage hits every goal).
 RUN_HALTS = frozenset({"budget", "llm", "user_stop"})
@@ -34,7 +35,7 @@ def goal_runner(goal_graph: Pregel[Any, Any, Any, Any]) -> Node:
 
     async def run_goal(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, Any]:
         ctx = runtime.context
-        wave = state.get("wave")
+        wave = Waves.of(state).wave
         if not wave:
             raise ValueError("run_goal without a wave")
         index = Position.of(state).current_goal_index

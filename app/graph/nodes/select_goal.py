@@ -14,8 +14,9 @@ from typing import Any
 from app.agents.snapshots import SnapshotError
 from app.graph.rules.goals import finished_ids
 from app.graph.rules.waves import PARALLEL_CATEGORIES, RUN_ALONE, latest_wave_records, parallel_limit, ready_goals
-from app.graph.run_state import NodeRuntime, Position, current_thread_id, reset_step_counters, run_language, task_of
+from app.graph.run_state import NodeRuntime, current_thread_id, reset_step_counters, run_language, task_of
 from app.graph.state import OrchestratorState
+from app.graph.state_access import Intake, Position, Waves
 from app.texts import texts
 
 
@@ -26,11 +27,11 @@ async def select_goal(state: OrchestratorState, runtime: NodeRuntime) -> dict[st
     ready = ready_goals(goals, done)
     if not ready:  # waiting on goals that cannot finish (a plan that skipped its gate): plan order
         ready = [i for i, g in enumerate(goals) if g["id"] not in done][:1] or [Position.of(state).current_goal_index]
-    records = latest_wave_records(state.get("wave_goals") or [])
+    records = latest_wave_records(Waves.of(state).wave_goals or [])
     alone = [i for i in ready if goals[i]["id"] in records and records[goals[i]["id"]]["status"] in RUN_ALONE]
     together = [i for i in ready if i not in alone][:parallel_limit(ctx.settings)]
     fresh = {"steps": [], "current_step_index": 0, "recovery": None, "evaluation": None, **reset_step_counters()}
-    if not alone and len(together) > 1 and state.get("task_category") in PARALLEL_CATEGORIES:
+    if not alone and len(together) > 1 and Intake.of(state).task_category in PARALLEL_CATEGORIES:
         wave = await _start_wave(state, runtime, [goals[i]["id"] for i in together])
         if wave is not None:
             return fresh | {"wave": wave, "current_goal_index": together[0]}
@@ -59,5 +60,5 @@ async def _start_wave(state: OrchestratorState, runtime: NodeRuntime, goal_ids: 
         commit = await ctx.worktrees.base_commit(main, tree, message=f"jervis: wave base of {current_thread_id()}")
     except (SnapshotError, OSError):
         return None
-    number = 1 + max((r["wave"] for r in state.get("wave_goals") or []), default=0)
+    number = 1 + max((r["wave"] for r in Waves.of(state).wave_goals or []), default=0)
     return {"number": number, "goals": goal_ids, "base_tree": tree, "base_commit": commit}

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.graph.state_access import WorkDone
 from app.graph.state_parts import GoalDict
 
 _NUMBER = re.compile(r"(\d+)\s*$")
@@ -38,7 +39,7 @@ class GoalOrder:
 
 def finished_ids(state: Mapping[str, Any]) -> set[str]:
     """Ids of the goals already done: those with a summary (goals of a wave end in any order)."""
-    return {s["goal_id"] for s in state.get("goal_summaries") or []}
+    return {s["goal_id"] for s in WorkDone.of(state).goal_summaries or []}
 
 
 def _key(text: str) -> str:

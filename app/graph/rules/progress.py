@@ -16,6 +16,7 @@ from typing import Any
 
 from app.graph.rules.goals import finished_ids
 from app.graph.rules.test_plan import from_plan
+from app.graph.state_access import Attempts, Outcome, Position, Setbacks, Tests, UserTerms, Waves
 from app.texts import Texts
 from app.texts.language import detect_language
 
@@ -30,21 +31,21 @@ WORK_START, WORK_END, GIT, DONE = 10.0, 90.0, 92.0, 100.0
 def goals_done(state: Mapping[str, Any]) -> int:
     """Goals of the plan with a summary (goals of a wave finish in any order)."""
     done = finished_ids(state)
-    return sum(1 for g in state.get("goals") or [] if g.get("id") in done)
+    return sum(1 for g in Position.of(state).goals or [] if g.get("id") in done)
 
 
 def goal_share(state: Mapping[str, Any], node: str) -> float:
     """0..1: how far the current goal is, from its steps and attempts (0 once it is done)."""
-    goals = state.get("goals") or []
-    index = int(state.get("current_goal_index") or 0)
-    steps = state.get("steps") or []
+    goals = Position.of(state).goals or []
+    index = int(Position.of(state).current_goal_index or 0)
+    steps = Position.of(state).steps or []
     if not steps or index >= len(goals) or goals[index].get("id") in finished_ids(state) or node in _GOAL_START:
         return 0.0
-    step = min(int(state.get("current_step_index") or 0), len(steps))
+    step = min(int(Position.of(state).current_step_index or 0), len(steps))
     if node in _STEP_DONE:
         partial = 1.0
     else:
-        attempt = max(1, int(state.get("attempt") or 1))
+        attempt = max(1, int(Attempts.of(state).attempt or 1))
         phases = 2 * (attempt - 1) + (1 if node in _AFTER_ATTEMPT else 0)
         partial = phases / (phases + 2)
     return min(1.0, (step + partial) / len(steps))
@@ -52,44 +53,44 @@ def goal_share(state: Mapping[str, Any], node: str) -> float:
 
 def work_fraction(state: Mapping[str, Any], node: str) -> float:
     """0..1: goals done plus the current goal's share."""
-    return min(1.0, (goals_done(state) + goal_share(state, node)) / max(1, len(state.get("goals") or [])))
+    return min(1.0, (goals_done(state) + goal_share(state, node)) / max(1, len(Position.of(state).goals or [])))
 
 
 def wave_percent(state: Mapping[str, Any], shares: Iterable[float]) -> float:
     """The raw percent while goals run side by side: goals done plus each running goal's share."""
-    fraction = (goals_done(state) + sum(shares)) / max(1, len(state.get("goals") or []))
+    fraction = (goals_done(state) + sum(shares)) / max(1, len(Position.of(state).goals or []))
     return round(WORK_START + (WORK_END - WORK_START) * min(1.0, fraction), 1)
 
 
 def percent(state: Mapping[str, Any], node: str) -> float:
     """The raw percent at the start of `node` (the caller applies the never-decrease rule)."""
-    if node in _BEFORE_WORK and not (node == "plan" and state.get("steps")):
+    if node in _BEFORE_WORK and not (node == "plan" and Position.of(state).steps):
         return _BEFORE_WORK[node]
     if node == "git_operations":
         return GIT
     if node == "review_epic":
         return WORK_END
     if node == "finalize":
-        failed = state.get("error") or state.get("halt")
+        failed = Outcome.of(state).error or Setbacks.of(state).halt
         return GIT if failed else DONE
     return round(WORK_START + (WORK_END - WORK_START) * work_fraction(state, node), 1)
 
 
 def monotonic(previous: float, state: Mapping[str, Any], node: str) -> float:
     """`percent`, never below what was already reported (this segment's or a replan's floor)."""
-    return max(previous, float(state.get("progress_floor") or 0.0), percent(state, node))
+    return max(previous, float(UserTerms.of(state).progress_floor or 0.0), percent(state, node))
 
 
 def message(state: Mapping[str, Any], node: str, t: Texts, language: str | None = None) -> str:
     """The progress message of a node start, with where the run stands (goal, step, attempt)."""
-    goals, steps = state.get("goals") or [], state.get("steps") or []
-    attempt = int(state.get("attempt") or 1)
-    fields = {"goal": int(state.get("current_goal_index") or 0) + 1, "goals": max(1, len(goals)),
-              "step": int(state.get("current_step_index") or 0) + 1, "steps": max(1, len(steps)),
+    goals, steps = Position.of(state).goals or [], Position.of(state).steps or []
+    attempt = int(Attempts.of(state).attempt or 1)
+    fields = {"goal": int(Position.of(state).current_goal_index or 0) + 1, "goals": max(1, len(goals)),
+              "step": int(Position.of(state).current_step_index or 0) + 1, "steps": max(1, len(steps)),
               "attempt": attempt, **_wave_fields(state)}
     retry = node == "execute_step" and attempt > 1
     text = str(t.node_execute_retry if retry else getattr(t, f"node_{node}", node)).format(**fields)
-    why = retry_reason(state.get("recovery") or {}, language) if retry else ""
+    why = retry_reason(Setbacks.of(state).recovery or {}, language) if retry else ""
     if why:  # the reflection's conclusion (or the failure's first line) reaches Kotlin with the retry
         text = f"{text.rstrip('…')}: {why[:120]}"
     elif node in _SAYS_TESTS and (tests := tests_note(state, t)):  # what will judge the work, from the start
@@ -103,7 +104,7 @@ _SAYS_TESTS = frozenset({"plan", "plan_epic", "design", "plan_steps", "evaluate"
 
 def tests_note(state: Mapping[str, Any], t: Texts) -> str:
     """"tests: python3 -m pytest -q (Python test files at the root)" once find_tests decided, else ""."""
-    plan = state.get("test_plan")
+    plan = Tests.of(state).test_plan
     command = from_plan(plan)
     if plan is None or command is None:
         return ""
@@ -112,8 +113,8 @@ def tests_note(state: Mapping[str, Any], t: Texts) -> str:
 
 def _wave_fields(state: Mapping[str, Any]) -> dict[str, Any]:
     """The wave running now and its goals' titles, for the texts of goals side by side."""
-    wave = state.get("wave") or {}
-    titles = {g.get("id"): g.get("title", "") for g in state.get("goals") or []}
+    wave: Mapping[str, Any] = Waves.of(state).wave or {}
+    titles = {g.get("id"): g.get("title", "") for g in Position.of(state).goals or []}
     return {"wave": wave.get("number", 0), "running": ", ".join(titles.get(gid, gid) for gid in wave.get("goals", []))}
 
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.graph.rules.goals import finished_ids
+from app.graph.state_access import Outcome, Position, Setbacks, UserTerms, Waves, WorkDone
 from app.texts import Texts
 from app.texts.clip import clip
 
@@ -19,18 +20,18 @@ ERROR_TEXT_LIMIT = 1500
 def done_slots(state: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The last successful result of every (goal, step): retried steps count once."""
     done: dict[tuple[int, int], dict[str, Any]] = {}
-    for result in state.get("step_results") or []:
+    for result in WorkDone.of(state).step_results or []:
         if result.get("success"):
-            done[(result.get("goal_index", 0), result["step_index"])] = result
+            done[(result.get("goal_index", 0), result["step_index"])] = dict(result)
     return list(done.values())
 
 
 def changed_files(state: Mapping[str, Any]) -> list[str]:
     """Files changed by successful steps, in first-seen order (what a commit may stage)."""
     seen: dict[str, None] = {}
-    if state.get("design"):  # a generative request's design document, written before any step
+    if Waves.of(state).design:  # a generative request's design document, written before any step
         seen[state["design"]["path"]] = None
-    for result in state.get("step_results") or []:
+    for result in WorkDone.of(state).step_results or []:
         if result.get("success"):
             for path in result.get("changed_files", []):
                 seen.setdefault(path, None)
@@ -49,29 +50,30 @@ def done_work(state: Mapping[str, Any], t: Texts) -> str:
 
 def tests_line(state: Mapping[str, Any], t: Texts) -> str:
     """Whether the project's tests passed on the last step (`require_tests`)."""
-    checks = (state.get("evaluation") or {}).get("checks") or []
+    evaluation: Mapping[str, Any] = Setbacks.of(state).evaluation or {}
+    checks = evaluation.get("checks") or []
     passed = [c for c in checks if c.get("name") == "tests" and c.get("status") == "passed"]
     return t.report_tests_passed if passed else ""
 
 
 def attempted_slots(state: Mapping[str, Any]) -> int:
-    return len({(r.get("goal_index", 0), r["step_index"]) for r in state.get("step_results") or []})
+    return len({(r.get("goal_index", 0), r["step_index"]) for r in WorkDone.of(state).step_results or []})
 
 
 def finished_goal_titles(state: Mapping[str, Any]) -> list[str]:
-    return [str(s.get("title", "")) for s in state.get("goal_summaries") or []]
+    return [str(s.get("title", "")) for s in WorkDone.of(state).goal_summaries or []]
 
 
 def left_over(state: Mapping[str, Any]) -> list[str]:
     """Unfinished steps of the current goal, then the goals not started."""
-    goals = state.get("goals") or []
-    index = int(state.get("current_goal_index") or 0)
+    goals = Position.of(state).goals or []
+    index = int(Position.of(state).current_goal_index or 0)
     finished = finished_ids(state)
     done = {(r.get("goal_index", 0), r["step_index"]) for r in done_slots(state)}
-    skipped = {(s["goal_index"], s["step_index"]) for s in state.get("skipped") or []}
+    skipped = {(s["goal_index"], s["step_index"]) for s in Setbacks.of(state).skipped or []}
     left: list[str] = []
     if index < len(goals) and goals[index].get("id") not in finished:
-        for step in state.get("steps") or []:
+        for step in Position.of(state).steps or []:
             key = (index, int(step.get("index", 0)))
             if key not in done and key not in skipped:
                 left.append(clip(step.get("instructions", ""), 60, one_line=True))
@@ -87,8 +89,8 @@ def report_lines(state: Mapping[str, Any], t: Texts, *, include_failure: bool = 
     if files := changed_files(state):
         lines.append(t.report_files.format(files=", ".join(files)))
     lines.append(skipped)
-    failures = state.get("failures") or []
-    if include_failure and failures and (state.get("halt") or state.get("error")):
+    failures = Setbacks.of(state).failures or []
+    if include_failure and failures and (Setbacks.of(state).halt or Outcome.of(state).error):
         last = failures[-1]
         what = f"{last['goal_index'] + 1}.{last['step_index'] + 1} {clip(last['title'], 50, one_line=True)}"
         lines.append(t.report_failed.format(what=what, reason=clip(last["reason"], 200, one_line=True)))
@@ -98,23 +100,23 @@ def report_lines(state: Mapping[str, Any], t: Texts, *, include_failure: bool = 
         lines.append(review)
     if conflicted := wave_conflicts(state):
         lines.append(t.report_wave_conflicts.format(goals=", ".join(conflicted)))
-    if state.get("commit_sha") and state.get("branch"):
+    if Outcome.of(state).commit_sha and Outcome.of(state).branch:
         lines.append(t.report_branch.format(branch=state["branch"], sha=str(state["commit_sha"])[:12]))
-    elif changed_files(state) and state.get("git_outcome") not in ("commit_rejected", "not_a_repo"):
+    elif changed_files(state) and Outcome.of(state).git_outcome not in ("commit_rejected", "not_a_repo"):
         lines.append(t.report_not_committed)
     return [line for line in [*lines, *other_notices] if line]
 
 
 def wave_conflicts(state: Mapping[str, Any]) -> list[str]:
     """Titles of the goals whose work conflicted in their wave and was done again alone."""
-    titles = {g.get("id"): g.get("title", "") for g in state.get("goals") or []}
-    ids = dict.fromkeys(r["goal_id"] for r in state.get("wave_goals") or [] if r.get("status") == "conflict")
+    titles = {g.get("id"): g.get("title", "") for g in Position.of(state).goals or []}
+    ids = dict.fromkeys(r["goal_id"] for r in Waves.of(state).wave_goals or [] if r.get("status") == "conflict")
     return [clip(titles.get(gid) or gid, 80, one_line=True) for gid in ids]
 
 
 def epic_review_line(state: Mapping[str, Any], t: Texts) -> str:
     """What the review of an epic's whole change concluded (its last round)."""
-    review = state.get("epic_review") or {}
+    review: Mapping[str, Any] = Waves.of(state).epic_review or {}
     if review.get("status") == "approved":
         return t.report_epic_review_approved.format(summary=clip(review.get("summary") or "-", 200, one_line=True))
     if review.get("status") == "rejected":
@@ -128,7 +130,8 @@ def notice_lines(state: Mapping[str, Any], t: Texts, *, keep_empty: bool = False
     """What every report must say, however it was written: skipped steps, warnings (tests not
     run, review without verdict, classification fallback) and the user's conditions, in that
     order ("" for each absent one with `keep_empty`)."""
-    skipped, warnings, conditions = (state.get(key) or [] for key in ("skipped", "warnings", "user_conditions"))
+    skipped, warnings = Setbacks.of(state).skipped, Outcome.of(state).warnings
+    conditions = UserTerms.of(state).user_conditions
     lines = [
         t.report_skipped.format(steps="; ".join(
             f"{s['goal_index'] + 1}.{s['step_index'] + 1} {clip(s['title'], 50, one_line=True)} "
@@ -143,5 +146,5 @@ def notice_lines(state: Mapping[str, Any], t: Texts, *, keep_empty: bool = False
 
 def error_text(problem: str, state: Mapping[str, Any], t: Texts, *, limit: int = ERROR_TEXT_LIMIT) -> str:
     """The `error` of a failed run: the problem first, then what was done and what is left."""
-    facts = " ".join(report_lines(state, t, include_failure=False)) if state.get("step_results") else ""
+    facts = " ".join(report_lines(state, t, include_failure=False)) if WorkDone.of(state).step_results else ""
     return clip(f"{problem.rstrip('.')}. {facts}" if facts else problem, limit, one_line=True)

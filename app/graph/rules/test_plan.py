@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.agents.test_command import TestCommand, command_from_environment, detect_test_command
+from app.graph.state_access import Inputs, Tests
 from app.graph.state_parts import PlannedTestsDict
 
 Origin = Literal["environment", "user", "remembered", "detected"]
@@ -50,9 +51,9 @@ def from_plan(plan: Mapping[str, Any] | None) -> TestCommand | None:
 
 def command_for(state: Mapping[str, Any], workspace: Path) -> TestCommand | None:
     """The command a check runs now (the order of the module's docstring)."""
-    if found := command_from_environment(state.get("environment")):
+    if found := command_from_environment(Inputs.of(state).environment):
         return found
-    plan = state.get("test_plan")
+    plan = Tests.of(state).test_plan
     if plan and plan.get("origin") in GIVEN:
         return from_plan(plan)
     return detect_test_command(workspace) or from_plan(plan)
