@@ -9,7 +9,8 @@ from collections.abc import Iterable, Sequence
 
 from app.graph.state_parts import GoalDict, Rules, TaskDict
 from app.llm.provider import Message
-from app.schemas.domain import CodingStep
+from app.schemas.domain import CodingStep, Recovery
+from app.texts.clip import clip
 
 _LANGUAGES = {"cs": "Czech", "en": "English", "sk": "Slovak", "de": "German"}
 
@@ -368,3 +369,20 @@ def covering_tests_section(tests: list[str], command: str | None, *, readable: b
     names = ", ".join(tests)
     read = " (read them for the exact behaviour and messages expected)" if readable else ""
     return f"## Tests\nThe tests in {names} cover this change{read}: make them pass.{run} Do not change test files."
+
+
+FEEDBACK_CHARS = 3000
+
+
+def retry_section(recovery: Recovery, heading: str) -> str:
+    """What went wrong last time, for the next attempt of the same step: the failure, its cause,
+    what to do differently, whether the failed change is still in the files."""
+    lines = [f"## {heading}", clip(recovery.failure, FEEDBACK_CHARS)]
+    if recovery.root_cause:
+        lines.append(f"Root cause: {recovery.root_cause}")
+    if recovery.hint:
+        lines.append(f"Do differently: {recovery.hint}")
+    lines.append("Your previous change is still in the files: fix it so that the tests pass." if recovery.keep_changes
+                 else "The workspace was reset to its state before this step.")
+    lines.append(BRIEF_REPLY)  # a long failure invites a long answer: said again, last
+    return "\n".join(lines)

@@ -45,7 +45,6 @@ from app.texts.clip import clip
 log = logging.getLogger(__name__)
 
 CONVERSATION_CHARS = 1500
-FEEDBACK_CHARS = 3000
 
 
 def retry_feedback(state: OrchestratorState, step: CodingStep, language: str) -> str:
@@ -57,16 +56,7 @@ def retry_feedback(state: OrchestratorState, step: CodingStep, language: str) ->
     recovery = Recovery.model_validate(raw)
     if (recovery.goal_index, recovery.step_index) != (Position.of(state).current_goal_index, step.index):
         return ""
-    lines = [f"## {texts(language).retry_section.format(attempt=recovery.attempt)}",
-             clip(recovery.failure, FEEDBACK_CHARS)]
-    if recovery.root_cause:
-        lines.append(f"Root cause: {recovery.root_cause}")
-    if recovery.hint:
-        lines.append(f"Do differently: {recovery.hint}")
-    lines.append("Your previous change is still in the files: fix it so that the tests pass." if recovery.keep_changes
-                 else "The workspace was reset to its state before this step.")
-    lines.append(prompts.BRIEF_REPLY)  # a long failure invites a long answer: said again, last
-    return "\n".join(lines)
+    return prompts.retry_section(recovery, texts(language).retry_section.format(attempt=recovery.attempt))
 
 
 def keeps_changes(state: OrchestratorState, step: CodingStep) -> bool:
