@@ -8,13 +8,19 @@ inside it, a symlink standing where a file is written is replaced rather than wr
 and deleting a symlink removes the link, never its target. Symlinks that stay inside the
 workspace are fine. `escaping_links` finds the ones that do not, for the check before an agent
 starts (`WorkspaceManager.check_links`).
+
+What the service reads back from a workspace after an agent ran (its result, the files it changed,
+a design document) is untrusted input like a request body: `read_inside` opens it without
+following a symlink anywhere on the way, refuses anything but a regular file, and caps its size.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
+import stat
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +31,11 @@ NAMED_LINKS = 5
 
 class WorkspaceEscapeError(RuntimeError):
     """A path in a workspace leads outside it through a symlink; nothing was written there."""
+
+
+class UnsafeReadError(OSError):
+    """A file the service reads back from a workspace is a symlink (or has one on its way), is
+    not a regular file, or is larger than the reader allows: nothing was read."""
 
 
 @dataclass(frozen=True)
@@ -159,3 +170,47 @@ def describe(links: list[EscapingLink]) -> str:
     named = ", ".join(str(link) for link in links[:NAMED_LINKS])
     more = f" and {len(links) - NAMED_LINKS} more" if len(links) > NAMED_LINKS else ""
     return named + more
+
+
+def read_inside(root: Path, rel: str | Path, *, max_bytes: int) -> bytes:
+    """The bytes of the regular file `root/rel`, read without following any symlink on the way:
+    each directory is opened relative to the last with `O_NOFOLLOW`, and so is the file (with
+    `O_NONBLOCK`, so a FIFO planted there cannot block the reader). `root` itself is the
+    service's own path. FileNotFoundError when it is not there; UnsafeReadError for a link, a
+    non-regular file, a `..` or absolute `rel`, or more than `max_bytes`."""
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or ".." in parts:
+        raise UnsafeReadError(f"{rel}: not a relative path inside the workspace")
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            inner = _open_no_link(part, os.O_RDONLY | os.O_DIRECTORY, folder, rel)
+            os.close(folder)
+            folder = inner
+        fd = _open_no_link(parts[-1], os.O_RDONLY | os.O_NONBLOCK, folder, rel)
+    finally:
+        os.close(folder)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeReadError(f"{rel}: not a regular file")
+        if info.st_size > max_bytes:
+            raise UnsafeReadError(f"{rel}: {info.st_size} bytes, more than the {max_bytes} allowed")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:  # grew while we read
+        raise UnsafeReadError(f"{rel}: more than the {max_bytes} bytes allowed")
+    return data
+
+
+def read_text_inside(root: Path, rel: str | Path, *, max_bytes: int) -> str:
+    """`read_inside` decoded as UTF-8 (undecodable bytes replaced: the content is untrusted)."""
+    return read_inside(root, rel, max_bytes=max_bytes).decode("utf-8", errors="replace")
+
+
+def _open_no_link(name: str, flags: int, folder: int, rel: str | Path) -> int:
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a symlink (or a file) where a directory/file was
+            raise UnsafeReadError(f"{rel}: {name} is a symlink or not what it should be; not followed") from exc
+        raise

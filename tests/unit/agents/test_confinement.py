@@ -4,6 +4,7 @@ writes and deletions never follow one, and no agent starts on a workspace that h
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,24 @@ async def test_undoing_a_step_never_deletes_through_a_symlink_the_agent_made(rep
     assert (repo / "src").is_dir() and not (repo / "src").is_symlink()
     assert (repo / "src" / "keep.txt").read_text() == "ours\n"
     assert untouched(outside)
+
+
+def test_read_inside_reads_a_regular_file_and_refuses_links_fifos_escapes_and_oversize(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "a").mkdir(parents=True)
+    (workspace / "a" / "f").write_text("hi")
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret")
+    (workspace / "link").symlink_to(secret)
+    (workspace / "dir").symlink_to(tmp_path)
+    os.mkfifo(workspace / "fifo")
+
+    assert confinement.read_inside(workspace, "a/f", max_bytes=10) == b"hi"
+    assert confinement.read_text_inside(workspace, "a/f", max_bytes=2) == "hi"
+    for rel in ("link", "dir/secret", "fifo", "../secret", "/etc/passwd"):
+        with pytest.raises(confinement.UnsafeReadError):
+            confinement.read_inside(workspace, rel, max_bytes=100)
+    with pytest.raises(confinement.UnsafeReadError):
+        confinement.read_inside(workspace, "a/f", max_bytes=1)
+    with pytest.raises(FileNotFoundError):
+        confinement.read_inside(workspace, "a/missing", max_bytes=1)
