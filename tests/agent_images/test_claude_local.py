@@ -1,8 +1,8 @@
 """Real Claude Code through the real local runner (`LOCAL_AGENTS` mapping `claude` to Claude Code),
 installed by the runner's own installer, on both of its routes:
 
-- with `ANTHROPIC_API_KEY` (the agent secret, passed from the service's environment) it talks to
-  Anthropic's API: here the scripted LLM's `/v1/messages` (`ANTHROPIC_API_BASE`);
+- with `ANTHROPIC_API_KEY` (the agent secret, passed from the service's environment) in a run that
+  allows Anthropic it talks to Anthropic's API: here the scripted LLM's `/v1/messages` (`ANTHROPIC_API_BASE`);
 - without one it talks to the local model through the service's own `/v1/messages` (a real
   service process with `API_TOKEN` set, so Claude Code must use the key the runner derived), which
   translates onto the local model: the scripted LLM's OpenAI endpoint with native `tool_calls`.
@@ -73,7 +73,8 @@ def local_route(claude_bin: Path, tmp_path: Path, service: ServiceProcess, llm: 
 
 
 async def run_claude_step(repo: Path, settings: Settings, env: dict[str, str], instructions: str,
-                          lines: list[str]) -> AgentResult:
+                          lines: list[str], *, cloud: list[str] | None = None) -> AgentResult:
+    """One step of a run allowing the `cloud` providers (none: the local route, whatever key is set)."""
     workspaces = WorkspaceManager(settings.data_root)
 
     async def prepare() -> None:
@@ -82,7 +83,8 @@ async def run_claude_step(repo: Path, settings: Settings, env: dict[str, str], i
     started = time.monotonic()
     result = await LocalRunner(workspaces, settings, environ=env).run(
         AgentJob(thread_id="thread-t1-claude", task_id="t1", client_id="c1", agent_type="claude", workspace=repo,
-                 timeout_seconds=AGENT_TIMEOUT, expect_changes=True), prepare=prepare, on_log=lines.append)
+                 timeout_seconds=AGENT_TIMEOUT, expect_changes=True, cloud_providers=cloud or []),
+        prepare=prepare, on_log=lines.append)
     print(f"[real-agent] claude step through the local runner took {time.monotonic() - started:.1f} s")
     return result
 
@@ -103,7 +105,7 @@ async def test_with_an_anthropic_key_claude_code_talks_to_anthropic(
     lines: list[str] = []
 
     result = await run_claude_step(repo, settings, environ(tmp_path / "home", ANTHROPIC_API_KEY="sk-ant-test"),
-                                   "Create hello.txt containing hi.", lines)
+                                   "Create hello.txt containing hi.", lines, cloud=["anthropic"])
 
     assert result.success, result.summary + "\n" + result.log_tail
     assert result.program == "claude" and result.fallback is None
