@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from app.agents.base import AgentJob, AgentResult
 from app.agents.local import LocalRunner
@@ -186,3 +187,24 @@ async def test_a_cancel_stops_claude_code_and_the_local_models_generation(
     hold.set()
     await asyncio.sleep(0.5)
     assert not (repo / "hello.txt").exists()
+
+
+async def test_a_run_not_allowing_anthropic_keeps_claude_code_on_the_local_model_despite_a_key(
+        claude_bin: Path, llm: ScriptedLlmServer, service: ServiceProcess, tmp_path: Path) -> None:
+    """The service has an Anthropic key, the run's rules do not allow Anthropic (issue 40): Claude
+    Code never gets the key and works on the local model through the service, as without one."""
+    repo = make_git_repo(tmp_path / "repo")
+    llm.script(*write_rules(repo))
+    settings = local_route(claude_bin, tmp_path, service, llm).model_copy(update={
+        "anthropic_api_key": SecretStr("sk-ant-service-key-not-for-agents"), "anthropic_api_base": llm.url})
+    lines: list[str] = []
+
+    result = await run_claude_step(repo, settings, environ(tmp_path / "home",
+                                                           ANTHROPIC_API_KEY="sk-ant-service-key-not-for-agents"),
+                                   "Create hello.txt containing hi.", lines, cloud=[])
+
+    assert result.success, result.summary + "\n" + result.log_tail + "\n" + service.log_tail()
+    assert (repo / "hello.txt").read_text() == "hi\n"
+    turns = [r for r in llm.requests if r.matched in ("write", "final")]
+    assert [r.path for r in turns] == ["/v1/chat/completions"] * 2  # the service's translation, not Anthropic's API
+    assert not [r for r in llm.requests if r.path == "/v1/messages"]
