@@ -203,7 +203,7 @@ def test_a_kubernetes_job_names_exactly_its_environment_and_references_only_its_
 
 
 @pytest.mark.parametrize("runner", ["local", "kubernetes"])
-async def test_aider_on_a_cloud_model_gets_that_providers_key_only(
+async def test_aider_and_openhands_on_a_cloud_model_get_that_providers_key_only(
         service_environ: dict[str, str], monkeypatch: pytest.MonkeyPatch, dump_script: Path, tmp_path: Path,
         runner: str) -> None:
     monkeypatch.setenv("AGENT_MODELS", json.dumps({"aider": "openai/gpt-4o", "openhands": "gemini/gemini-2.5-pro"}))
