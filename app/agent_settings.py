@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, AliasPath, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 AgentName = Literal["aider", "openhands", "claude", "junie"]
@@ -15,8 +15,40 @@ AgentName = Literal["aider", "openhands", "claude", "junie"]
 DEFAULT_AGENT_SELECTION: dict[str, AgentName] = {"simple": "aider", "medium": "openhands", "complex": "openhands",
                                                   "critical": "claude"}
 
-#: Variables only the service itself may read: never passed to an agent, whatever is configured.
-SERVICE_ONLY_VARIABLES = frozenset({"MONGODB_URL", "API_TOKEN"})
+#: Variables only the service itself may read besides those its settings read (`service_variables`):
+#: never passed to an agent, whatever is configured. The terminal client's token.
+SERVICE_ONLY_VARIABLES = frozenset({"JERVIS_API_TOKEN"})
+#: Secrets an agent receives only as `AGENT_SECRET_KEYS` hands them, to the step whose route needs one
+#: (app/agents/agent_env.py `agent_secret_keys`), never by pass-through.
+SECRET_VARIABLES = frozenset({"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY",
+                              "JUNIE_API_KEY", "GIT_TOKEN"})
+#: Variables of the settings an agent is handed all the same (agent-images/CONTRACT.md): the service
+#: URLs of the contract, whose values the runner sets (`job_variables`), never picked from the
+#: service's environment, and the provider keys of `SECRET_VARIABLES`.
+AGENT_CONTRACT_VARIABLES = frozenset({"OLLAMA_URL", "KNOWLEDGEBASE_URL", "KNOWLEDGEBASE_WRITE_URL"}) | SECRET_VARIABLES
+
+
+def settings_variables(model: type[BaseSettings]) -> frozenset[str]:
+    """Every environment name a settings class reads, upper-case (pydantic-settings matches them
+    case-insensitively): its fields' names with the class's prefix, or their aliases."""
+    prefix = str(model.model_config.get("env_prefix") or "")
+    names: set[str] = set()
+    for name, field in model.model_fields.items():
+        aliases = field.validation_alias or field.alias
+        if isinstance(aliases, AliasChoices):
+            names.update(choice for choice in aliases.choices if isinstance(choice, str))
+        elif isinstance(aliases, str):
+            names.add(aliases)
+        elif not isinstance(aliases, AliasPath):
+            names.add(prefix + name)
+    return frozenset(name.upper() for name in names)
+
+
+def service_variables(model: type[BaseSettings]) -> frozenset[str]:
+    """What belongs to the service and never reaches an agent: every variable its settings read
+    (the database URL, `API_TOKEN`, Kotlin's URL, ...) and `SERVICE_ONLY_VARIABLES`, except
+    `AGENT_CONTRACT_VARIABLES`. Derived from the settings, so a new setting is the service's too."""
+    return (settings_variables(model) | SERVICE_ONLY_VARIABLES) - AGENT_CONTRACT_VARIABLES
 
 
 class AgentSettings(BaseSettings):
@@ -37,9 +69,10 @@ class AgentSettings(BaseSettings):
     }))
     """Local runner: the program that runs steps planned for each type (JSON). `aider`, `openhands` (its SDK) and
     `claude` (Claude Code) are installed into `.cache/agents/` on first use and work with the local LLM (Claude Code
-    through the service's `/v1/messages` unless `ANTHROPIC_API_KEY` is set); `junie` must be on PATH with its own
-    key. By default every type runs Aider: on the embedded 1.5B model OpenHands and Claude Code made no correct
-    change where Aider did. A program that cannot be installed gives way to Aider, said in the run."""
+    through the service's `/v1/messages` unless `ANTHROPIC_API_KEY` is set and the run allows Anthropic); `junie`
+    must be on PATH with its own key. By default every type runs Aider: on the embedded 1.5B model OpenHands and
+    Claude Code made no correct change where Aider did. A program that cannot be installed gives way to Aider, said
+    in the run."""
     local_agent_command: list[str] = Field(default_factory=list)
     """Local runner: one command (argv, JSON list) that replaces the agent of every type, e.g. the tests'
     deterministic agent. Empty = `LOCAL_AGENTS`."""
@@ -59,8 +92,9 @@ class AgentSettings(BaseSettings):
     """Local runner: where Claude Code is installed from npm (its own prefix; relative paths are under the project
     directory) on first use, unless it already holds the pinned version. Needs Node.js 18 or later and npm."""
     claude_local_max_output_tokens: int = Field(default=4096, ge=256)
-    """Local runner, Claude Code without `ANTHROPIC_API_KEY`: the most tokens one answer of the local model may
-    have on the service's `/v1/messages` (Claude Code asks for 32,000: half an hour of a small model looping)."""
+    """Local runner, Claude Code on the local route (no `ANTHROPIC_API_KEY`, or a run not allowing Anthropic): the
+    most tokens one answer of the local model may have on the service's `/v1/messages` (Claude Code asks for 32,000:
+    half an hour of a small model looping)."""
     agent_images: dict[str, str] = Field(default_factory=lambda: {
         "aider": "jervis-aider", "openhands": "jervis-coding-engine", "claude": "jervis-claude",
         "junie": "jervis-junie",
@@ -88,13 +122,21 @@ class AgentSettings(BaseSettings):
     agent_secret_keys: list[str] = Field(default_factory=lambda: [
         "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "JUNIE_API_KEY", "GIT_TOKEN",
     ])
-    """Keys of `AGENT_SECRET_NAME` exposed to agents as env vars of the same name (optional refs); their values are
-    also redacted from logs when this process has them (JSON). The local runner passes the same names from its own
-    environment (none to test runs, like the Jobs)."""
+    """The secrets that may be handed to agents at all (JSON): keys of `AGENT_SECRET_NAME` that a Job references
+    (optional refs, never copied into it), names the local runner takes from its own environment; their values are
+    also redacted from logs when this process has them. Each step gets only those of this list its route needs:
+    `GIT_TOKEN` the git step alone (commit, push; the git Job), never an agent or a test run; `JUNIE_API_KEY` Junie;
+    `ANTHROPIC_API_KEY` Claude Code where it runs on Anthropic and the run allows Anthropic (the project's
+    `auto_use_anthropic`, a request for the cloud, an approved escalation), else the local runner's Claude Code takes
+    the service's `/v1/messages` with a key derived from `API_TOKEN`; Aider and OpenHands on a local model (Ollama,
+    the embedded model) no key at all, on a cloud model (`AGENT_MODELS` naming `anthropic/`, `openai/`, `gemini/`,
+    ...) that provider's key only; test runs none. A variable of the service's own settings is refused here."""
     agent_env_passthrough: list[str] = Field(default_factory=list)
     """Local runner: further variables passed from the service's environment to agents (JSON list, e.g.
     `["HF_HOME"]`). Agents otherwise get only an allow-list: basic process variables (PATH, HOME, locale, proxies,
-    CA bundles), their job's variables and `AGENT_SECRET_KEYS`; never `MONGODB_URL` or `API_TOKEN`."""
+    CA bundles), their job's variables and the secrets of `AGENT_SECRET_KEYS` their route needs. Refused: any
+    variable the service's settings read (`MONGODB_URL`, `API_TOKEN`, `KOTLIN_SERVER_URL`, ...) and any secret name,
+    which only `AGENT_SECRET_KEYS` hands out."""
     agent_sandbox: Literal["auto", "bwrap", "off"] = "auto"
     """Local runner: how agents and test runs are confined. `auto`: in a bubblewrap sandbox when `bwrap` works here
     (the workspace writable, the rest read-only; HOME, DATA_ROOT and `AGENT_SANDBOX_HIDE` hidden); without one,
@@ -144,13 +186,21 @@ class AgentSettings(BaseSettings):
     agent_selection: dict[str, AgentName] = Field(default_factory=lambda: dict(DEFAULT_AGENT_SELECTION))
     """Step complexity → agent (JSON; every complexity required)."""
 
-    @field_validator("agent_secret_keys", "agent_env_passthrough")
-    @classmethod
-    def _no_service_secrets(cls, value: list[str]) -> list[str]:
-        leaked = sorted(set(value) & SERVICE_ONLY_VARIABLES)
-        if leaked:
-            raise ValueError(f"{', '.join(leaked)} belong to the service and are never given to agents")
-        return value
+    @model_validator(mode="after")
+    def _no_service_secrets(self) -> AgentSettings:
+        """Checked against the settings class being built (`Settings` with every part), so every
+        variable the service reads is covered, in whatever case it is written."""
+        service = service_variables(type(self))
+        for names in (self.agent_secret_keys, self.agent_env_passthrough):
+            leaked = sorted(name for name in names if name.upper() in service)
+            if leaked:
+                raise ValueError(f"{', '.join(leaked)} belong to the service and are never given to agents")
+        secrets = {name.upper() for name in self.agent_secret_keys} | SECRET_VARIABLES
+        passed = sorted(name for name in self.agent_env_passthrough if name.upper() in secrets)
+        if passed:
+            raise ValueError(f"{', '.join(passed)}: secrets reach agents only through AGENT_SECRET_KEYS, to the "
+                             "step whose route needs them, never by AGENT_ENV_PASSTHROUGH")
+        return self
 
     @field_validator("agent_selection")
     @classmethod

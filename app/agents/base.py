@@ -32,6 +32,10 @@ class AgentJob(BaseModel):
     timeout_seconds: float = 600
     expect_changes: bool = False
     """A code step that reports success but changed nothing has failed."""
+    cloud_providers: list[str] = Field(default_factory=list)
+    """The cloud providers (`anthropic`, `openai`, `gemini`) the run allows this step's agent: its
+    project's rules, a request for the cloud, an approved escalation. Empty: local only. Decides
+    whether Claude Code gets its Anthropic key (app/agents/agent_env.py `agent_secret_keys`)."""
 
     @property
     def allow_git(self) -> bool:

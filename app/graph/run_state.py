@@ -17,6 +17,7 @@ from app.graph.context import RunContext
 from app.graph.state import OrchestratorState
 from app.graph.state_access import Attempts, Intake, Position, rules_of
 from app.graph.state_parts import GoalDict, StepDict, TaskDict
+from app.llm.scope import current_scope
 from app.texts.language import choose_language
 
 NodeRuntime = Runtime[RunContext]
@@ -65,6 +66,19 @@ def cloud_allowed(state: OrchestratorState) -> bool:
     """Whether a cloud agent (Claude) may take a step by the table: the project's rules allow
     Anthropic, or the request itself asked for the cloud."""
     return bool(rules_of(state).get("auto_use_anthropic") or Intake.of(state).allow_cloud_prompt)
+
+
+#: The cloud providers a run's rules and scope speak of (app/llm/scope.py).
+CLOUD_PROVIDERS = ("anthropic", "openai", "gemini")
+
+
+def agent_cloud(state: OrchestratorState) -> list[str]:
+    """The cloud providers a step's agent may use (`AgentJob.cloud_providers`): those the run's LLM
+    scope allows (project rules, a request naming the cloud, an approved escalation), and Anthropic
+    wherever the agent table may give a step to Claude (`cloud_allowed`)."""
+    scope = current_scope()
+    allowed = {provider for provider in CLOUD_PROVIDERS if scope.allows(provider)}
+    return sorted(allowed | ({"anthropic"} if cloud_allowed(state) else set()))
 
 
 def current_goal(state: OrchestratorState) -> GoalDict:

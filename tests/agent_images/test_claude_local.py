@@ -1,8 +1,8 @@
 """Real Claude Code through the real local runner (`LOCAL_AGENTS` mapping `claude` to Claude Code),
 installed by the runner's own installer, on both of its routes:
 
-- with `ANTHROPIC_API_KEY` (the agent secret, passed from the service's environment) it talks to
-  Anthropic's API: here the scripted LLM's `/v1/messages` (`ANTHROPIC_API_BASE`);
+- with `ANTHROPIC_API_KEY` (the agent secret, passed from the service's environment) in a run that
+  allows Anthropic it talks to Anthropic's API: here the scripted LLM's `/v1/messages` (`ANTHROPIC_API_BASE`);
 - without one it talks to the local model through the service's own `/v1/messages` (a real
   service process with `API_TOKEN` set, so Claude Code must use the key the runner derived), which
   translates onto the local model: the scripted LLM's OpenAI endpoint with native `tool_calls`.
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from app.agents.base import AgentJob, AgentResult
 from app.agents.local import LocalRunner
@@ -73,7 +74,8 @@ def local_route(claude_bin: Path, tmp_path: Path, service: ServiceProcess, llm: 
 
 
 async def run_claude_step(repo: Path, settings: Settings, env: dict[str, str], instructions: str,
-                          lines: list[str]) -> AgentResult:
+                          lines: list[str], *, cloud: list[str] | None = None) -> AgentResult:
+    """One step of a run allowing the `cloud` providers (none: the local route, whatever key is set)."""
     workspaces = WorkspaceManager(settings.data_root)
 
     async def prepare() -> None:
@@ -82,7 +84,8 @@ async def run_claude_step(repo: Path, settings: Settings, env: dict[str, str], i
     started = time.monotonic()
     result = await LocalRunner(workspaces, settings, environ=env).run(
         AgentJob(thread_id="thread-t1-claude", task_id="t1", client_id="c1", agent_type="claude", workspace=repo,
-                 timeout_seconds=AGENT_TIMEOUT, expect_changes=True), prepare=prepare, on_log=lines.append)
+                 timeout_seconds=AGENT_TIMEOUT, expect_changes=True, cloud_providers=cloud or []),
+        prepare=prepare, on_log=lines.append)
     print(f"[real-agent] claude step through the local runner took {time.monotonic() - started:.1f} s")
     return result
 
@@ -103,7 +106,7 @@ async def test_with_an_anthropic_key_claude_code_talks_to_anthropic(
     lines: list[str] = []
 
     result = await run_claude_step(repo, settings, environ(tmp_path / "home", ANTHROPIC_API_KEY="sk-ant-test"),
-                                   "Create hello.txt containing hi.", lines)
+                                   "Create hello.txt containing hi.", lines, cloud=["anthropic"])
 
     assert result.success, result.summary + "\n" + result.log_tail
     assert result.program == "claude" and result.fallback is None
@@ -184,3 +187,24 @@ async def test_a_cancel_stops_claude_code_and_the_local_models_generation(
     hold.set()
     await asyncio.sleep(0.5)
     assert not (repo / "hello.txt").exists()
+
+
+async def test_a_run_not_allowing_anthropic_keeps_claude_code_on_the_local_model_despite_a_key(
+        claude_bin: Path, llm: ScriptedLlmServer, service: ServiceProcess, tmp_path: Path) -> None:
+    """The service has an Anthropic key, the run's rules do not allow Anthropic (issue 40): Claude
+    Code never gets the key and works on the local model through the service, as without one."""
+    repo = make_git_repo(tmp_path / "repo")
+    llm.script(*write_rules(repo))
+    settings = local_route(claude_bin, tmp_path, service, llm).model_copy(update={
+        "anthropic_api_key": SecretStr("sk-ant-service-key-not-for-agents"), "anthropic_api_base": llm.url})
+    lines: list[str] = []
+
+    result = await run_claude_step(repo, settings, environ(tmp_path / "home",
+                                                           ANTHROPIC_API_KEY="sk-ant-service-key-not-for-agents"),
+                                   "Create hello.txt containing hi.", lines, cloud=[])
+
+    assert result.success, result.summary + "\n" + result.log_tail + "\n" + service.log_tail()
+    assert (repo / "hello.txt").read_text() == "hi\n"
+    turns = [r for r in llm.requests if r.matched in ("write", "final")]
+    assert [r.path for r in turns] == ["/v1/chat/completions"] * 2  # the service's translation, not Anthropic's API
+    assert not [r for r in llm.requests if r.path == "/v1/messages"]

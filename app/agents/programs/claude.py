@@ -5,7 +5,8 @@ Two routes, chosen by the settings:
 
 - `ANTHROPIC_API_KEY` set: Claude Code talks to Anthropic (`ANTHROPIC_API_BASE` when set) with
   `AGENT_MODELS["claude"]`. The key reaches it as the agent secret it already is
-  (`AGENT_SECRET_KEYS`, app/agents/agent_env.py), never through these variables.
+  (`AGENT_SECRET_KEYS`, app/agents/agent_env.py), never through these variables, and only in a
+  run that allows Anthropic: in any other run the step takes the local route below.
 - no key: Claude Code talks to the local model through the service itself (`ANTHROPIC_BASE_URL` =
   the service's loopback URL; app/api/routes/messages.py, app/llm/local_messages.py), which
   translates each request onto the local tier (the embedded model or Ollama). With `API_TOKEN`
@@ -88,14 +89,20 @@ class ClaudeCodeProgram:
             if settings.anthropic_api_base:
                 env["ANTHROPIC_BASE_URL"] = settings.anthropic_api_base
             return env
+        return env | self.local_route()
+
+    def local_route(self) -> dict[str, str]:
+        """The variables of the route to the local model through the service's `/v1/messages`: also
+        taken where a key is configured but the run does not allow Anthropic (app/agents/agent_env.py)."""
+        settings = self._settings
         token = settings.api_token.get_secret_value() if settings.api_token is not None else None
         # The model name only labels the session (the service answers with the local tier whatever
         # is asked); Claude Code's background calls use its small model, so that one is named too.
         model = self.local_model()
-        env.update(AGENT_MODEL=model, ANTHROPIC_DEFAULT_HAIKU_MODEL=model, ANTHROPIC_SMALL_FAST_MODEL=model,
-                   ANTHROPIC_BASE_URL=service_url(settings), ANTHROPIC_API_KEY=agent_key(token) if token else "local",
-                   API_TIMEOUT_MS=str(self.request_timeout_ms()))
-        return env
+        return {"AGENT_MODEL": model, "ANTHROPIC_DEFAULT_HAIKU_MODEL": model, "ANTHROPIC_SMALL_FAST_MODEL": model,
+                "ANTHROPIC_BASE_URL": service_url(settings),
+                "ANTHROPIC_API_KEY": agent_key(token) if token else "local",
+                "API_TIMEOUT_MS": str(self.request_timeout_ms())}
 
     def request_timeout_ms(self) -> int:
         """How long Claude Code lets one request take on the local route: its 10 minutes by default,

@@ -23,6 +23,7 @@ from app.graph.rules.test_plan import command_for
 from app.graph.rules.tracker_ops import TrackerCall, carry_out
 from app.graph.run_state import (
     NodeRuntime,
+    agent_cloud,
     current_goal,
     current_step,
     current_thread_id,
@@ -143,6 +144,7 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
         project_id=task.get("project_id"), goal_index=goal_index, step_index=step.index, agent_type=agent,
         workspace=workspace, timeout_seconds=ctx.settings.agent_timeouts.get(agent, 1800),
         expect_changes=step.expects_changes, attempt=attempt, revision=step.revision,
+        cloud_providers=agent_cloud(state),
     )
     key = step_changes.snapshot_key(job.thread_id, goal_index, step.index, step.revision)
     base: str | None = None

@@ -26,8 +26,8 @@ def job(mode: str = "agent") -> AgentJob:
 
 
 @pytest.mark.parametrize(("mode", "expected"), [
-    ("agent", {"OPENAI_API_KEY", "GIT_TOKEN"}),
-    ("push", {"OPENAI_API_KEY", "GIT_TOKEN", "SSH_AUTH_SOCK"}),
+    ("agent", set()),  # the local Aider on the local model: no provider key, no GIT_TOKEN (was both: issue 40)
+    ("push", {"GIT_TOKEN", "SSH_AUTH_SOCK"}),  # the git step: its token, no provider key (was OPENAI_API_KEY too)
     ("test", set()),
 ])
 def test_the_local_environment_holds_the_agent_secrets_of_the_mode_and_nothing_of_the_service(
@@ -51,7 +51,8 @@ def test_settings_refuse_to_hand_the_services_own_secrets_to_agents(setting: str
 
 
 def test_a_job_names_no_service_secret_and_mounts_no_service_account_token() -> None:
-    body = ApiClient().sanitize_for_serialization(build_job(Settings(), job()))
+    cloud = job().model_copy(update={"agent_type": "claude", "cloud_providers": ["anthropic"]})
+    body = ApiClient().sanitize_for_serialization(build_job(Settings(), cloud))
     pod = body["spec"]["template"]["spec"]
     names = {e["name"] for e in pod["containers"][0]["env"]}
     assert not names & {"MONGODB_URL", "API_TOKEN", "KOTLIN_SERVER_URL"}

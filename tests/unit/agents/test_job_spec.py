@@ -86,7 +86,11 @@ def test_job_spec_follows_section_10_2() -> None:
     assert plain["WORKSPACE_PATH"] == "/opt/jervis/data/clients/c1/p1" and plain["ALLOW_GIT"] == "false"
     assert {"TASK_ID", "CLIENT_ID", "PROJECT_ID", "OLLAMA_URL", "KNOWLEDGEBASE_URL"} <= set(plain)
     assert plain["JERVIS_MODE"] == "agent" and plain["JERVIS_ATTEMPT"] == "1"
-    secret = env["ANTHROPIC_API_KEY"]
+    # Aider on its default Ollama model needs no key: the Job references none (issue 40; it held all five)
+    assert [name for name, e in env.items() if "valueFrom" in e] == []
+    claude = ApiClient().sanitize_for_serialization(build_job(settings, agent_job(
+        agent_type="claude", cloud_providers=["anthropic"])))
+    secret = {e["name"]: e for e in claude["spec"]["template"]["spec"]["containers"][0]["env"]}["ANTHROPIC_API_KEY"]
     assert "value" not in secret  # by reference, never inline
     assert secret["valueFrom"]["secretKeyRef"] == {"key": "ANTHROPIC_API_KEY", "name": "jervis-agent-secrets",
                                                    "optional": True}

@@ -6,13 +6,15 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
 from langgraph.runtime import Runtime
 
 from app.agents.base import AgentJob, AgentResult, LogSink, Prepare, StopFailure
 from app.graph.context import RunContext
 from app.graph.nodes.execute_step import execute_step, step_files
+from app.llm.scope import scope_for, use_scope
 from app.schemas.domain import CodingStep
-from tests.support import file_block, make_git_repo
+from tests.support import file_block, kotlin_rules, make_git_repo
 from tests.unit.graph.graph_support import start
 
 
@@ -81,3 +83,41 @@ def test_the_agent_edits_the_files_the_words_name_and_reads_the_rest(tmp_path: P
         "slugify/__main__.py", "slugify/cli.py"]
     unnamed = step_files(tmp_path, step, "Add a --version option")
     assert (unnamed.editable, unnamed.context) == (step.files, [])
+
+
+class RecordingRunner:
+    """Records the job it is asked to run and reports a success."""
+
+    def __init__(self) -> None:
+        self.jobs: list[AgentJob] = []
+
+    def program(self, agent_type: str) -> str:
+        return agent_type
+
+    async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
+        self.jobs.append(job)
+        return AgentResult(success=True, summary="done", changed_files=["app.py"])
+
+
+@pytest.mark.parametrize(("rules", "approved", "cloud"), [
+    ({}, False, []),
+    ({"auto_use_anthropic": True}, False, ["anthropic"]),
+    ({"auto_use_openai": True}, False, ["openai"]),
+    ({}, True, ["anthropic", "gemini", "openai"]),
+])
+async def test_the_agent_job_carries_the_cloud_providers_the_run_allows(
+        ctx: RunContext, rules: dict[str, bool], approved: bool, cloud: list[str]) -> None:
+    """What decides whether Claude Code gets Anthropic's key (app/agents/agent_env.py): the project's
+    rules and an approved escalation, as the run's LLM scope has them."""
+    make_git_repo(ctx.workspaces.root / "clients" / "c1" / "default")
+    state, _ = start("Přidej endpoint /health", rules=kotlin_rules(**rules))
+    step = CodingStep(instructions=file_block("app.py", "x = 1"), files=["app.py"], agent_type="claude")
+    state |= {"goals": [{"id": "1", "title": "Health endpoint"}], "steps": [step.model_dump(mode="json")],
+              "current_goal_index": 0, "current_step_index": 0, "attempt": 1}
+    runner = RecordingRunner()
+
+    with use_scope(scope_for(state["rules"], state["task"]["query"], cloud_approved=approved)):
+        await execute_step(state, Runtime(context=dataclasses.replace(ctx, runner=runner)))
+
+    [job] = runner.jobs
+    assert job.cloud_providers == cloud
