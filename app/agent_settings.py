@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 AgentName = Literal["aider", "openhands", "claude", "junie"]
@@ -25,7 +25,13 @@ class AgentSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True, use_attribute_docstrings=True)
 
     k8s_namespace: str = "jervis"
-    """Namespace of the agent Jobs."""
+    """The orchestrator's own namespace. It was also the agent Jobs' namespace before `AGENT_NAMESPACE`: a
+    deployment that sets `K8S_NAMESPACE` but not `AGENT_NAMESPACE` keeps its Jobs there (without the agents'
+    namespace's Pod Security, NetworkPolicy and admission policy: docs/deployment.md)."""
+    agent_namespace: str = "jervis-agents"
+    """Namespace of the agent Jobs (`k8s/agents-namespace.yaml`): Pod Security `restricted` enforced, egress only
+    to DNS, the model and the KB, the orchestrator may create Jobs there and nowhere else. Unset while
+    `K8S_NAMESPACE` is set: `K8S_NAMESPACE`, as before this setting existed."""
     data_root: Path = Path("/opt/jervis/data")
     """Shared volume holding the workspaces (`.data/workspaces` with `scripts/run.sh`); mounted into every agent Job."""
     container_registry: str = "localhost:5000/jervis"
@@ -110,6 +116,9 @@ class AgentSettings(BaseSettings):
     What is written there outlives the step and is seen by every client's agents."""
     agent_service_account: str | None = None
     """Service account of agent Jobs (none = the namespace default)."""
+    agent_scratch_size_limit: str = "1Gi"
+    """`sizeLimit` of each writable `emptyDir` of an agent pod (its HOME and `/tmp`; the root filesystem is
+    read-only and the data volume shows only the step's workspace)."""
     job_ttl_seconds: int = 300
     """`ttlSecondsAfterFinished` of agent Jobs."""
     agent_cpu_request: str = "250m"
@@ -151,6 +160,14 @@ class AgentSettings(BaseSettings):
         if leaked:
             raise ValueError(f"{', '.join(leaked)} belong to the service and are never given to agents")
         return value
+
+    @model_validator(mode="after")
+    def _jobs_stay_where_an_older_deployment_put_them(self) -> AgentSettings:
+        """A deployment written before `AGENT_NAMESPACE` names only `K8S_NAMESPACE`, where its Role lets the
+        orchestrator create Jobs: its Jobs stay there rather than fail in a namespace it never made."""
+        if "agent_namespace" not in self.model_fields_set and "k8s_namespace" in self.model_fields_set:
+            self.agent_namespace = self.k8s_namespace
+        return self
 
     @field_validator("agent_selection")
     @classmethod

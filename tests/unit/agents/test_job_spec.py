@@ -75,10 +75,15 @@ def test_job_spec_follows_section_10_2() -> None:
     assert (spec["backoffLimit"], spec["ttlSecondsAfterFinished"], spec["activeDeadlineSeconds"]) == (0, 300, 600)
     pod = spec["template"]["spec"]
     assert pod["restartPolicy"] == "Never" and pod["securityContext"]["runAsUser"] == 1000
-    assert pod["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "jervis-data-pvc"}}]
+    assert pod["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "jervis-data-pvc"}},
+                              {"name": "home", "emptyDir": {"sizeLimit": "1Gi"}},
+                              {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]
     container = pod["containers"][0]
     assert container["image"] == "registry.example/jervis/jervis-aider:v7"
-    assert container["volumeMounts"] == [{"mountPath": "/opt/jervis/data", "name": "data"}]
+    # Only the workspace of the volume (this one has no .git on this machine), never DATA_ROOT itself.
+    assert container["volumeMounts"] == [
+        {"mountPath": "/opt/jervis/data/clients/c1/p1", "name": "data", "subPath": "clients/c1/p1"},
+        {"mountPath": "/home/jervis-agent", "name": "home"}, {"mountPath": "/tmp", "name": "tmp"}]
     assert container["resources"] == {"limits": {"cpu": "1000m", "memory": "1Gi"},
                                       "requests": {"cpu": "250m", "memory": "256Mi"}}
     env = {e["name"]: e for e in container["env"]}
