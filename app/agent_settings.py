@@ -33,7 +33,8 @@ class AgentSettings(BaseSettings):
     to DNS, the model and the KB, the orchestrator may create Jobs there and nowhere else. Unset while
     `K8S_NAMESPACE` is set: `K8S_NAMESPACE`, as before this setting existed."""
     data_root: Path = Path("/opt/jervis/data")
-    """Shared volume holding the workspaces (`.data/workspaces` with `scripts/run.sh`); mounted into every agent Job."""
+    """Shared volume holding the workspaces (`.data/workspaces` with `scripts/run.sh`); an agent Job mounts only its
+    own workspace of it (`subPath`), at the same path."""
     container_registry: str = "localhost:5000/jervis"
     """Registry of the agent images."""
     agent_runner: Literal["local", "kubernetes"] = "local"
@@ -88,7 +89,8 @@ class AgentSettings(BaseSettings):
     kubeconfig: str | None = None
     """Kubeconfig file; unset = in-cluster configuration inside a pod, else `~/.kube/config`."""
     pvc_claim_name: str = "jervis-data-pvc"
-    """PersistentVolumeClaim mounted at `DATA_ROOT` in agent Jobs."""
+    """PersistentVolumeClaim of the data volume (`DATA_ROOT`), of that name in the orchestrator's and in the agents'
+    namespace (the same filesystem); a Job mounts its workspace of it."""
     agent_secret_name: str = "jervis-agent-secrets"
     """Secret whose keys agent Jobs receive by reference (never copied into the Job)."""
     agent_secret_keys: list[str] = Field(default_factory=lambda: [
