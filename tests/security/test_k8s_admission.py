@@ -211,7 +211,8 @@ def test_a_hostile_job_is_refused_and_nothing_of_it_runs(cluster: Cluster, attac
     else:
         assert refused.status == 403 and "ValidatingAdmissionPolicy" in refused.body and why in refused.body, \
             refused.body
-    assert not any(p["metadata"]["labels"].get("job-name") == name for p in cluster.k8s.pods(cluster.namespace).values())
+    pods = cluster.k8s.pods(cluster.namespace).values()
+    assert not any(p["metadata"]["labels"].get("job-name") == name for p in pods)
     assert not cluster.marker.exists(), f"{attack}: a container ran"
 
 

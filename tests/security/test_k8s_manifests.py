@@ -123,6 +123,7 @@ def test_the_orchestrator_may_make_jobs_in_the_agents_namespace_only(rendered: l
     deployment = find(rendered, "Deployment", "jervis-orchestrator")
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     subject = {"kind": "ServiceAccount", "name": account, "namespace": deployment["metadata"]["namespace"]}
+    assert namespace != subject["namespace"], "no Job rights where the orchestrator's own Secrets are"
     assert not [d for d in rendered if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
     bindings = [d for d in rendered if d["kind"] == "RoleBinding" and subject in d["subjects"]]
     assert [b["metadata"]["namespace"] for b in bindings] == [namespace], "its one binding is in the agents' namespace"
