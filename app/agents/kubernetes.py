@@ -86,6 +86,9 @@ class KubernetesJobRunner:
         if api.namespace != settings.agent_namespace:  # Jobs, their pods and logs all live in the agents' one
             raise ValueError(f"the Job runner's API works in namespace {api.namespace}, the Jobs belong in "
                              f"AGENT_NAMESPACE {settings.agent_namespace}")
+        if settings.agent_namespace == settings.k8s_namespace:
+            log.warning("agent Jobs run in the orchestrator's own namespace %s: set AGENT_NAMESPACE to the agents' "
+                        "namespace (docs/deployment.md, The agents' namespace)", settings.agent_namespace)
         self._api = api
         self._metrics = metrics
         self._delete_retry = delete_retry or DeleteRetry()
