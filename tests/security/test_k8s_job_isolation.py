@@ -152,3 +152,18 @@ async def test_the_git_job_alone_may_write_its_git_directory(k8s: Any, volume: P
     report = await run_hostile(k8s, volume, tmp_path, workspace, "commit")
     assert_reached_nothing_outside(report, volume)
     assert report["git_config"] == "written", report
+
+
+async def test_a_git_link_planted_by_an_earlier_step_mounts_nothing_else(k8s: Any, volume: Path,
+                                                                         tmp_path: Path) -> None:
+    """An agent of an earlier step replaced its `.git` by a link to another client's workspace: the
+    next step's Job must not mount what the link points at (a kubelet follows a `subPath` link
+    anywhere inside the volume)."""
+    workspace = volume / "clients" / "a" / "shop"
+    git_dir = workspace / ".git"
+    git_dir.rename(tmp_path / "shop.git")
+    git_dir.symlink_to(Path("..") / ".." / "b" / "bank")
+    report = await run_hostile(k8s, volume, tmp_path, workspace, "agent")
+    assert_reached_nothing_outside(report, volume)
+    assert str(report["git_config"]).startswith("refused"), report
+    assert not (volume / "clients" / "b" / "bank" / ".git" / "config").read_text().count("pwned")
