@@ -110,3 +110,21 @@ def test_test_jobs_run_the_entrypoints_test_mode_without_agent_secrets() -> None
     assert env["JERVIS_MODE"]["value"] == "test" and env["ALLOW_GIT"]["value"] == "false"
     assert env["JERVIS_ATTEMPT"]["value"] == "2"
     assert not [name for name, e in env.items() if "valueFrom" in e]  # the project's tests get no API keys
+
+
+@pytest.mark.parametrize("mode", ["agent", "test", "commit", "push"])
+def test_every_job_runs_restricted_without_a_token_in_the_agents_namespace(mode: str) -> None:
+    body = ApiClient().sanitize_for_serialization(build_job(Settings(), agent_job(mode=mode)))
+    assert body["metadata"]["namespace"] == "jervis-agents"
+    pod = body["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"] == {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
+                                      "fsGroupChangePolicy": "OnRootMismatch",
+                                      "seccompProfile": {"type": "RuntimeDefault"}}
+    [container] = pod["containers"]
+    assert container["securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    assert mounts[env["HOME"]] == "home" and mounts["/tmp"] == "tmp"
