@@ -57,9 +57,16 @@ class AgentSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True, use_attribute_docstrings=True)
 
     k8s_namespace: str = "jervis"
-    """Namespace of the agent Jobs."""
+    """The orchestrator's own namespace. It was also the agent Jobs' namespace before `AGENT_NAMESPACE`: a
+    deployment that sets `K8S_NAMESPACE` but not `AGENT_NAMESPACE` keeps its Jobs there (without the agents'
+    namespace's Pod Security, NetworkPolicy and admission policy: docs/deployment.md)."""
+    agent_namespace: str = "jervis-agents"
+    """Namespace of the agent Jobs (`k8s/agents-namespace.yaml`): Pod Security `restricted` enforced, egress only
+    to DNS, the model and the KB, the orchestrator may create Jobs there and nowhere else. Unset while
+    `K8S_NAMESPACE` is set: `K8S_NAMESPACE`, as before this setting existed."""
     data_root: Path = Path("/opt/jervis/data")
-    """Shared volume holding the workspaces (`.data/workspaces` with `scripts/run.sh`); mounted into every agent Job."""
+    """Shared volume holding the workspaces (`.data/workspaces` with `scripts/run.sh`); an agent Job mounts only its
+    own workspace of it (`subPath`), at the same path."""
     container_registry: str = "localhost:5000/jervis"
     """Registry of the agent images."""
     agent_runner: Literal["local", "kubernetes"] = "local"
@@ -116,7 +123,8 @@ class AgentSettings(BaseSettings):
     kubeconfig: str | None = None
     """Kubeconfig file; unset = in-cluster configuration inside a pod, else `~/.kube/config`."""
     pvc_claim_name: str = "jervis-data-pvc"
-    """PersistentVolumeClaim mounted at `DATA_ROOT` in agent Jobs."""
+    """PersistentVolumeClaim of the data volume (`DATA_ROOT`), of that name in the orchestrator's and in the agents'
+    namespace (the same filesystem); a Job mounts its workspace of it."""
     agent_secret_name: str = "jervis-agent-secrets"
     """Secret whose keys agent Jobs receive by reference (never copied into the Job)."""
     agent_secret_keys: list[str] = Field(default_factory=lambda: [
@@ -152,6 +160,9 @@ class AgentSettings(BaseSettings):
     What is written there outlives the step and is seen by every client's agents."""
     agent_service_account: str | None = None
     """Service account of agent Jobs (none = the namespace default)."""
+    agent_scratch_size_limit: str = "1Gi"
+    """`sizeLimit` of each writable `emptyDir` of an agent pod (its HOME and `/tmp`; the root filesystem is
+    read-only and the data volume shows only the step's workspace)."""
     job_ttl_seconds: int = 300
     """`ttlSecondsAfterFinished` of agent Jobs."""
     agent_cpu_request: str = "250m"
@@ -200,6 +211,14 @@ class AgentSettings(BaseSettings):
         if passed:
             raise ValueError(f"{', '.join(passed)}: secrets reach agents only through AGENT_SECRET_KEYS, to the "
                              "step whose route needs them, never by AGENT_ENV_PASSTHROUGH")
+        return self
+
+    @model_validator(mode="after")
+    def _jobs_stay_where_an_older_deployment_put_them(self) -> AgentSettings:
+        """A deployment written before `AGENT_NAMESPACE` names only `K8S_NAMESPACE`, where its Role lets the
+        orchestrator create Jobs: its Jobs stay there rather than fail in a namespace it never made."""
+        if "agent_namespace" not in self.model_fields_set and "k8s_namespace" in self.model_fields_set:
+            self.agent_namespace = self.k8s_namespace
         return self
 
     @field_validator("agent_selection")

@@ -34,7 +34,7 @@ def _create(settings: Settings, workspaces: WorkspaceManager, metrics: Metrics) 
         from app.agents.k8s_client import KubernetesApi, load_api_client
         from app.agents.kubernetes import KubernetesJobRunner
 
-        api = KubernetesApi(load_api_client(settings.kubeconfig), settings.k8s_namespace,
+        api = KubernetesApi(load_api_client(settings.kubeconfig), settings.agent_namespace,
                             request_timeout=settings.k8s_request_timeout_seconds)
         return KubernetesJobRunner(api, workspaces, settings, metrics=metrics)
     from app.agents.local import LocalRunner

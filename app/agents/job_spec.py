@@ -2,6 +2,12 @@
 
 Names are deterministic per thread, goal, step, mode and attempt, so that an orchestrator that
 restarts mid-step finds the Job it already created instead of starting a second one.
+
+Every Job runs in `AGENT_NAMESPACE` under Pod Security's `restricted` profile (non-root, no privilege
+escalation, every capability dropped, `RuntimeDefault` seccomp, a read-only root filesystem with
+emptyDirs for HOME and /tmp), without a service account token, and sees of the data volume only its
+own workspace (`job_mounts`). The namespace enforces the same (k8s/agents-namespace.yaml,
+k8s/agents-admission.yaml): a Job that asked for more would be refused, not run.
 """
 
 from __future__ import annotations
@@ -14,11 +20,14 @@ from kubernetes import client
 
 from app.agents.agent_env import agent_secret_keys, job_variables
 from app.agents.base import AgentJob
+from app.agents.job_mounts import AGENT_HOME, data_mounts, scratch_mounts, volumes
 from app.agents.worktrees import WORKTREES_SUFFIX
 from app.config import Settings
 
 APP_LABEL = "jervis-agent"
 MAX_NAME = 63
+#: The images' user (agent-images/*/Dockerfile: uid 1000, the orchestrator's too, so both write the volume).
+AGENT_UID = 1000
 _INVALID = re.compile(r"[^a-z0-9-]+")
 
 
@@ -80,37 +89,46 @@ def _env(settings: Settings, job: AgentJob) -> list[client.V1EnvVar]:
     return env
 
 
+def restricted_context() -> client.V1SecurityContext:
+    """The container's side of Pod Security's `restricted` profile, and a read-only root filesystem."""
+    return client.V1SecurityContext(
+        run_as_non_root=True, run_as_user=AGENT_UID, run_as_group=AGENT_UID, allow_privilege_escalation=False,
+        capabilities=client.V1Capabilities(drop=["ALL"]), read_only_root_filesystem=True,
+        seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"))
+
+
 def build_job(settings: Settings, job: AgentJob) -> client.V1Job:
     labels = job_labels(job)
     container = client.V1Container(
         name="agent",
         image=agent_image(settings, job.agent_type),
         image_pull_policy="IfNotPresent",
-        env=_env(settings, job),
+        # HOME on its emptyDir (the images' HOME is on the read-only root); /tmp is TMPDIR's default.
+        env=[*_env(settings, job), client.V1EnvVar(name="HOME", value=AGENT_HOME)],
         working_dir=str(job.workspace),
-        volume_mounts=[client.V1VolumeMount(name="data", mount_path=str(settings.data_root))],
+        volume_mounts=[*data_mounts(settings.data_root, job), *scratch_mounts()],
         resources=client.V1ResourceRequirements(
             requests={"cpu": settings.agent_cpu_request, "memory": settings.agent_memory_request},
             limits={"cpu": settings.agent_cpu_limit, "memory": settings.agent_memory_limit},
         ),
-        security_context=client.V1SecurityContext(allow_privilege_escalation=False, run_as_non_root=True),
+        security_context=restricted_context(),
     )
     pod = client.V1PodSpec(
         restart_policy="Never",
         containers=[container],
-        volumes=[client.V1Volume(name="data", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(
-            claim_name=settings.pvc_claim_name))],
+        volumes=volumes(settings.pvc_claim_name, settings.agent_scratch_size_limit),
         service_account_name=settings.agent_service_account,
-        # Agents need no Kubernetes API: no token of the namespace's default account in the pod
-        # (an explicitly configured account keeps its token, it was chosen for a reason).
-        automount_service_account_token=settings.agent_service_account is not None,
-        security_context=client.V1PodSecurityContext(run_as_user=1000, run_as_group=1000, fs_group=1000),
+        # Agents need no Kubernetes API: no token in the pod, whichever account it runs as.
+        automount_service_account_token=False,
+        security_context=client.V1PodSecurityContext(
+            run_as_non_root=True, run_as_user=AGENT_UID, run_as_group=AGENT_UID, fs_group=AGENT_UID,
+            fs_group_change_policy="OnRootMismatch", seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault")),
     )
     return client.V1Job(
         api_version="batch/v1",
         kind="Job",
         metadata=client.V1ObjectMeta(
-            name=job_name(job), namespace=settings.k8s_namespace, labels=labels,
+            name=job_name(job), namespace=settings.agent_namespace, labels=labels,
             annotations={"jervis/thread-id": job.thread_id, "jervis/goal-index": str(job.goal_index),
                          "jervis/step-index": str(job.step_index), "jervis/attempt": str(job.attempt)},
         ),

@@ -3,7 +3,8 @@
 Completion is decided from the Job's status (a watch wakes the runner, polling backs it up),
 never from the log stream; logs are streamed to the service log and the run's events as they
 come. Job names are deterministic, so after an orchestrator restart the runner re-attaches to a
-Job that still runs. Cancel and timeout delete the Job with Background propagation, except when
+Job that still runs. Every Job, its pod and its log are in `AGENT_NAMESPACE` (the API facade's
+namespace), never the orchestrator's own. Cancel and timeout delete the Job with Background propagation, except when
 the run is being suspended (shutdown, lost lease: `app.agents.control`): then the Job is left
 running for the pod that adopts the run, which re-attaches to it by its name.
 
@@ -82,6 +83,12 @@ class JobDeletionTimeoutError(KubernetesWaitError):
 class KubernetesJobRunner:
     def __init__(self, api: KubernetesApi, workspaces: WorkspaceManager, settings: Settings, *,
                  metrics: Metrics | None = None, delete_retry: DeleteRetry | None = None) -> None:
+        if api.namespace != settings.agent_namespace:  # Jobs, their pods and logs all live in the agents' one
+            raise ValueError(f"the Job runner's API works in namespace {api.namespace}, the Jobs belong in "
+                             f"AGENT_NAMESPACE {settings.agent_namespace}")
+        if settings.agent_namespace == settings.k8s_namespace:
+            log.warning("agent Jobs run in the orchestrator's own namespace %s: set AGENT_NAMESPACE to the agents' "
+                        "namespace (docs/deployment.md, The agents' namespace)", settings.agent_namespace)
         self._api = api
         self._metrics = metrics
         self._delete_retry = delete_retry or DeleteRetry()

@@ -27,6 +27,8 @@ BIN_DIR = Path(sys.executable).parent
 #: The schemas every manifest must pass (kubectl's client here is 1.32; 1.37 is the newest bundled).
 KUBERNETES_VERSIONS = ("1.32.0", "1.37.0")
 NAMESPACE = "jervis"
+#: Where the agent Jobs run (k8s/agents-namespace.yaml).
+AGENT_NAMESPACE = "jervis-agents"
 
 #: Environment variables that are not Settings fields but standard ones the runtime needs:
 #: HOME on the writable /tmp, no byte-code writes on a read-only root, unbuffered logs,
@@ -89,9 +91,10 @@ def render_kustomize(directory: Path = K8S_DIR) -> list[Doc]:
     return load_docs(result.stdout)
 
 
-def find(docs: list[Doc], kind: str, name: str | None = None) -> Doc:
-    found = [d for d in docs if d.get("kind") == kind and (name is None or d["metadata"]["name"] == name)]
-    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+def find(docs: list[Doc], kind: str, name: str | None = None, namespace: str | None = None) -> Doc:
+    found = [d for d in docs if d.get("kind") == kind and (name is None or d["metadata"]["name"] == name)
+             and (namespace is None or d["metadata"].get("namespace") == namespace)]
+    assert len(found) == 1, f"expected one {kind} {name or ''} {namespace or ''}, found {len(found)}"
     return found[0]
 
 

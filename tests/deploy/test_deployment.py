@@ -112,22 +112,26 @@ def test_writable_paths_are_the_volumes(pod: Doc, container: Doc, config: dict[s
     mounts = {m["mountPath"]: volumes[m["name"]] for m in container["volumeMounts"]}
     claim = mounts[config["DATA_ROOT"]]["persistentVolumeClaim"]["claimName"]
     assert claim == config["PVC_CLAIM_NAME"] == "jervis-data-pvc"
-    pvc = find(docs, "PersistentVolumeClaim", claim)
+    pvc = find(docs, "PersistentVolumeClaim", claim, NAMESPACE)
     assert pvc["spec"]["accessModes"] == ["ReadWriteMany"], "agent Jobs on other nodes mount it too"
+    # The agents' claim of that name: the same share, bound to the volume the operator makes (docs/deployment.md).
+    agents = find(docs, "PersistentVolumeClaim", claim, config["AGENT_NAMESPACE"])
+    assert agents["spec"]["accessModes"] == ["ReadWriteMany"] and agents["spec"]["storageClassName"] == ""
     assert "emptyDir" in mounts["/tmp"]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["HOME"] == "/tmp" and env["PYTHONDONTWRITEBYTECODE"] == "1"
     assert env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
 
 
-def test_service_account_is_the_role_bindings_subject(pod: Doc, docs: list[Doc]) -> None:
+def test_service_account_is_the_role_bindings_subject(pod: Doc, docs: list[Doc], deployment: Doc) -> None:
     [subject] = find(docs, "RoleBinding")["subjects"]
     assert pod["spec"]["serviceAccountName"] == subject["name"] == "jervis-orchestrator"
-    assert subject["kind"] == "ServiceAccount"
+    assert subject["kind"] == "ServiceAccount" and subject["namespace"] == deployment["metadata"]["namespace"]
+    assert find(docs, "ServiceAccount", subject["name"], NAMESPACE)
 
 
 def test_agent_jobs_get_a_service_account_without_a_token(config: dict[str, str], docs: list[Doc]) -> None:
-    account = find(docs, "ServiceAccount", config["AGENT_SERVICE_ACCOUNT"])
+    account = find(docs, "ServiceAccount", config["AGENT_SERVICE_ACCOUNT"], config["AGENT_NAMESPACE"])
     assert account["automountServiceAccountToken"] is False
 
 
@@ -245,6 +249,7 @@ def test_config_map_values_are_valid_settings(config: dict[str, str], monkeypatc
         monkeypatch.setenv(name, value)
     settings = Settings()
     assert settings.agent_runner == "kubernetes" and settings.k8s_namespace == NAMESPACE
+    assert settings.agent_namespace == config["AGENT_NAMESPACE"] == "jervis-agents" != NAMESPACE
     assert str(settings.data_root) == config["DATA_ROOT"] == "/opt/jervis/data"
     assert settings.kubeconfig is None, "in the pod the in-cluster config is used"
     assert settings.ollama_url == config["OLLAMA_URL"] and settings.log_format == "json"
@@ -265,7 +270,7 @@ def test_service_reaches_the_pods_on_8090(docs: list[Doc], pod: Doc, container: 
 
 
 def test_only_the_kotlin_server_may_call_the_orchestrator(docs: list[Doc], pod: Doc) -> None:
-    policy = find(docs, "NetworkPolicy")
+    policy = find(docs, "NetworkPolicy", "jervis-orchestrator", NAMESPACE)
     spec = policy["spec"]
     assert spec["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
     assert spec["policyTypes"] == ["Ingress"], "egress stays open (MongoDB, LLMs, the Kubernetes API)"

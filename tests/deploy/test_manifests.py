@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.deploy.helpers import (
+    AGENT_NAMESPACE,
     K8S_DIR,
     KUBERNETES_VERSIONS,
     NAMESPACE,
@@ -25,8 +26,14 @@ from tests.deploy.helpers import (
 )
 
 EXPECTED_KINDS = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "PersistentVolumeClaim", "ConfigMap",
-                  "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"}
-CLUSTER_SCOPED = {"Namespace"}
+                  "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy", "ValidatingAdmissionPolicy",
+                  "ValidatingAdmissionPolicyBinding"}
+CLUSTER_SCOPED = {"Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+#: Objects of the agents' namespace; everything else namespaced is the orchestrator's (`jervis`).
+AGENT_OBJECTS = {("ServiceAccount", "jervis-agent"), ("ConfigMap", "jervis-agent-policy"),
+                 ("NetworkPolicy", "default-deny"),
+                 ("NetworkPolicy", "jervis-agent-egress"), ("NetworkPolicy", "jervis-agent-git-push"),
+                 ("Role", "jervis-orchestrator-role"), ("RoleBinding", "jervis-orchestrator")}
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +56,15 @@ def validate(paths: list[Path], version: str) -> None:
 def test_every_manifest_file_is_schema_valid(version: str) -> None:
     files = manifest_files()
     assert {f.name for f in files} >= {"namespace.yaml", "orchestrator-rbac.yaml", "pvc.yaml", "configmap.yaml",
-                                       "secret.example.yaml", "app_orchestrator.yaml", "pdb.yaml", "networkpolicy.yaml"}
+                                       "secret.example.yaml", "app_orchestrator.yaml", "pdb.yaml", "networkpolicy.yaml",
+                                       "agents-namespace.yaml", "agents-networkpolicy.yaml", "agents-admission.yaml"}
+    validate(files, version)
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_optional_manifests_are_schema_valid(version: str) -> None:
+    files = sorted((K8S_DIR / "optional").glob("*.yaml"))
+    assert [f.name for f in files] == ["cloud-agents-egress.yaml"]
     validate(files, version)
 
 
@@ -71,14 +86,25 @@ def test_validation_rejects_an_unknown_field(tmp_path: Path) -> None:
     assert result.returncode != 0 and "readOnlyRootFileSystem" in result.stdout + result.stderr
 
 
-def test_render_has_every_kind_in_the_namespace(rendered: list[Doc]) -> None:
+def test_render_has_every_kind_in_its_namespace(rendered: list[Doc]) -> None:
+    """Two namespaces, each object naming its own (the kustomization has no `namespace:`, which would
+    move the agents' objects into the orchestrator's)."""
+    assert "namespace" not in kustomization()
     assert {d["kind"] for d in rendered} == EXPECTED_KINDS
     find(rendered, "Namespace", NAMESPACE)
+    find(rendered, "Namespace", AGENT_NAMESPACE)
     for doc in rendered:
-        if doc["kind"] not in CLUSTER_SCOPED:
-            assert doc["metadata"].get("namespace") == NAMESPACE, doc["metadata"]
+        if doc["kind"] in CLUSTER_SCOPED:
+            assert "namespace" not in doc["metadata"], doc["metadata"]
+        elif doc["kind"] == "PersistentVolumeClaim":  # the data volume, claimed in each namespace
+            assert doc["metadata"]["namespace"] in (NAMESPACE, AGENT_NAMESPACE), doc["metadata"]
+        else:
+            agents = (doc["kind"], doc["metadata"]["name"]) in AGENT_OBJECTS
+            assert doc["metadata"].get("namespace") == (AGENT_NAMESPACE if agents else NAMESPACE), doc["metadata"]
         assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "jervis"
     assert find(rendered, "RoleBinding")["subjects"][0]["namespace"] == NAMESPACE
+    claims = [d for d in rendered if d["kind"] == "PersistentVolumeClaim"]
+    assert sorted(d["metadata"]["namespace"] for d in claims) == [NAMESPACE, AGENT_NAMESPACE]
 
 
 def test_secrets_are_templates_kept_out_of_the_kustomization(rendered: list[Doc]) -> None:
@@ -107,7 +133,7 @@ def test_selectors_survive_kustomize(rendered: list[Doc]) -> None:
     deployment = find(rendered, "Deployment", "jervis-orchestrator")
     assert deployment["spec"]["selector"] == {"matchLabels": {"app": "jervis-orchestrator"}}
     assert find(rendered, "Service", "jervis-orchestrator")["spec"]["selector"] == {"app": "jervis-orchestrator"}
-    policy = find(rendered, "NetworkPolicy")
+    policy = find(rendered, "NetworkPolicy", "jervis-orchestrator")
     assert policy["spec"]["podSelector"] == {"matchLabels": {"app": "jervis-orchestrator"}}
     assert policy["spec"]["ingress"][0]["from"] == [{"podSelector": {"matchLabels": {"app": "jervis-server"}}}]
     budget = find(rendered, "PodDisruptionBudget", "jervis-orchestrator")
@@ -117,7 +143,7 @@ def test_selectors_survive_kustomize(rendered: list[Doc]) -> None:
 
 
 def test_no_private_ip_anywhere() -> None:
-    for path in sorted(K8S_DIR.iterdir()):
+    for path in sorted(p for p in K8S_DIR.rglob("*") if p.is_file()):
         assert not private_ips(path.read_text()), f"{path.name}: use a service name, not a node IP"
     for doc in load_docs("\n---\n".join(p.read_text() for p in manifest_files())):
         assert not any(private_ips(s) for s in strings(doc))

@@ -1,7 +1,9 @@
 """The orchestrator's Role grants exactly what its Job runner uses, found by observation.
 
 The real KubernetesJobRunner, through the real `kubernetes` client, drives a full step lifecycle
-against the fake API server (tests/fixtures/k8s/): a step that runs to completion
+against the fake API server (tests/fixtures/k8s/), which is given the deployment's manifests and
+authenticates the runner as the orchestrator's service account, so RBAC and the agents'
+namespace's admission checks apply to every request: a step that runs to completion
 (create, get, list, watch, the pod list, the followed log) and a step that is cancelled (delete).
 Every recorded request is mapped to (apiGroup, resource, verb) the way the API server's request
 info resolver does it, and the set must equal the Role's grants: a missing grant would fail in the
@@ -16,7 +18,6 @@ import inspect
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -26,50 +27,14 @@ from app.agents.k8s_client import KubernetesApi, load_api_client
 from app.agents.kubernetes import KubernetesJobRunner
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
-from tests.deploy.helpers import K8S_DIR, NAMESPACE, REPO_ROOT, find, load_file
+from tests.deploy.helpers import AGENT_NAMESPACE, K8S_DIR, NAMESPACE, REPO_ROOT, find, load_file, resource_docs
+from tests.fixtures.k8s.rbac import Grant, request_grant
 from tests.fixtures.service import configure_cluster
 from tests.support import file_block, make_git_repo
-
-Grant = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 
 #: Spec §19.3: resources [jobs, pods, pods/log] × verbs [get, list, watch, create, delete].
 SPEC_19_3 = {(group, resource, verb) for group, resource in (("batch", "jobs"), ("", "pods"), ("", "pods/log"))
              for verb in ("get", "list", "watch", "create", "delete")}
-_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
-
-
-def request_grant(method: str, target: str) -> tuple[str, Grant] | None:
-    """(namespace, grant) of one API request, or None for non-resource URLs (/version, discovery),
-    which every authenticated user may read. Mirrors k8s.io/apiserver's RequestInfoFactory."""
-    url = urlsplit(target)
-    parts = [p for p in url.path.split("/") if p]
-    if parts[:1] == ["api"]:
-        group, rest = "", parts[2:]
-    elif parts[:1] == ["apis"]:
-        group, rest = (parts[1] if len(parts) > 1 else ""), parts[3:]
-    else:
-        return None
-    if not rest:  # /api, /api/v1, /apis, /apis/batch, /apis/batch/v1: discovery
-        return None
-    watch_path = rest[0] == "watch"
-    if watch_path:
-        rest = rest[1:]
-    namespace = ""
-    if rest[0] == "namespaces" and len(rest) > 2:
-        namespace, rest = rest[1], rest[2:]
-    resource = rest[0] + (f"/{rest[2]}" if len(rest) > 2 else "")
-    named = len(rest) > 1
-    query = parse_qs(url.query)
-    if method == "GET":
-        if watch_path or query.get("watch", [""])[0].lower() in ("true", "1"):
-            verb = "watch"
-        else:
-            verb = "get" if named else "list"
-    elif method == "DELETE":
-        verb = "delete" if named else "deletecollection"
-    else:
-        verb = _VERBS[method]
-    return namespace, (group, resource, verb)
 
 
 def role_grants(role: dict[str, Any]) -> set[Grant]:
@@ -144,8 +109,11 @@ def _step(data_root: Path, name: str, instructions: str) -> tuple[AgentJob, Any]
 
 async def test_role_grants_exactly_what_the_job_runner_uses(k8s: Any, data_root: Path, tmp_path: Path) -> None:
     configure_cluster(k8s)
-    settings = Settings(data_root=data_root, k8s_namespace=NAMESPACE, k8s_poll_seconds=0.3)
-    api = ObservedApi(load_api_client(str(k8s.kubeconfig(tmp_path / "kubeconfig"))), NAMESPACE)
+    k8s.apply(resource_docs())
+    k8s.act_as(f"system:serviceaccount:{NAMESPACE}:jervis-orchestrator")
+    settings = Settings(data_root=data_root, k8s_namespace=NAMESPACE, agent_namespace=AGENT_NAMESPACE,
+                        agent_service_account="jervis-agent", k8s_poll_seconds=0.3)
+    api = ObservedApi(load_api_client(str(k8s.kubeconfig(tmp_path / "kubeconfig"))), AGENT_NAMESPACE)
     runner = KubernetesJobRunner(api, WorkspaceManager(data_root), settings)
 
     # A step that runs to completion, long enough for the runner to watch and follow its log.
@@ -158,7 +126,7 @@ async def test_role_grants_exactly_what_the_job_runner_uses(k8s: Any, data_root:
     # A step cancelled while its agent runs: the runner deletes the Job.
     job, prepare = _step(data_root, "rbac-cancel", "@@SLEEP 60")
     task = asyncio.create_task(runner.run(job, prepare=prepare))
-    await asyncio.to_thread(k8s.wait_for_job, job_name(job), "Active")
+    await asyncio.to_thread(k8s.wait_for_job, job_name(job), "Active", namespace=AGENT_NAMESPACE)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
@@ -171,9 +139,11 @@ async def test_role_grants_exactly_what_the_job_runner_uses(k8s: Any, data_root:
     observed.discard(None)
     namespaces = {namespace for namespace, _ in observed}
     used = {grant for _, grant in observed}
-    assert namespaces == {NAMESPACE}, "a namespaced Role covers only requests in its namespace"
+    assert namespaces == {AGENT_NAMESPACE}, "a namespaced Role covers only requests in its namespace"
+    assert k8s.refusals == [] and k8s.refused_pods == [], "RBAC and admission let the runner's own Jobs through"
 
     role = find(load_file(K8S_DIR / "orchestrator-rbac.yaml"), "Role", "jervis-orchestrator-role")
+    assert role["metadata"]["namespace"] == AGENT_NAMESPACE
     granted = role_grants(role)
     assert used <= granted, f"the runner would be refused: {sorted(used - granted)}"
     assert granted == used, f"granted but never used: {sorted(granted - used)}"
@@ -192,6 +162,7 @@ def test_only_the_facade_talks_to_the_kubernetes_api() -> None:
 def test_role_binding_gives_the_role_to_the_orchestrators_service_account() -> None:
     docs = load_file(K8S_DIR / "orchestrator-rbac.yaml")
     binding = find(docs, "RoleBinding")
+    assert binding["metadata"]["namespace"] == AGENT_NAMESPACE, "the Job rights are in the agents' namespace only"
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                   "name": "jervis-orchestrator-role"}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "jervis-orchestrator", "namespace": NAMESPACE}]

@@ -188,11 +188,12 @@ def job_env(settings: Settings, job: AgentJob) -> tuple[dict[str, Any], str]:
 @pytest.mark.parametrize(("agent_type", "mode", "cloud"), cases())
 def test_a_kubernetes_job_names_exactly_its_environment_and_references_only_its_secrets(
         service_environ: dict[str, str], tmp_path: Path, agent_type: str, mode: str, cloud: list[str]) -> None:
-    settings = Settings()
+    settings = Settings(data_root=tmp_path)
     env, whole = job_env(settings, agent_job(tmp_path / "repo", agent_type, mode, cloud))
 
     secrets = expected_names(agent_type, mode, cloud) & set(SECRETS)
-    plain = COMMON - {"PATH", "HOME", "LANG", "LC_ALL", "HF_HOME"} | {"AGENT_MODEL"}  # the image has its basics
+    # The image has its basics; HOME is the Job's own scratch emptyDir (its root file system is read-only).
+    plain = COMMON - {"PATH", "LANG", "LC_ALL", "HF_HOME"} | {"AGENT_MODEL"}
     if mode == "agent" and agent_type == "aider":
         plain |= {"AGENT_EXTRA_ARGS"}
     assert {name for name, e in env.items() if "value" in e} == plain

@@ -52,12 +52,14 @@ def test_settings_refuse_to_hand_the_services_own_secrets_to_agents(setting: str
 
 def test_a_job_names_no_service_secret_and_mounts_no_service_account_token() -> None:
     cloud = job().model_copy(update={"agent_type": "claude", "cloud_providers": ["anthropic"]})
-    body = ApiClient().sanitize_for_serialization(build_job(Settings(), cloud))
+    body = ApiClient().sanitize_for_serialization(build_job(Settings(data_root=Path("/data")), cloud))
     pod = body["spec"]["template"]["spec"]
     names = {e["name"] for e in pod["containers"][0]["env"]}
     assert not names & {"MONGODB_URL", "API_TOKEN", "KOTLIN_SERVER_URL"}
     assert {e["valueFrom"]["secretKeyRef"]["name"] for e in pod["containers"][0]["env"] if "valueFrom" in e} == {
         "jervis-agent-secrets"}
     assert pod["automountServiceAccountToken"] is False
-    chosen = ApiClient().sanitize_for_serialization(build_job(Settings(agent_service_account="agents"), job()))
-    assert chosen["spec"]["template"]["spec"]["automountServiceAccountToken"] is True
+    # A chosen account gets no token either: agents need no Kubernetes API (issue 40).
+    chosen = build_job(Settings(data_root=Path("/data"), agent_service_account="agents"), job())
+    assert ApiClient().sanitize_for_serialization(chosen)["spec"]["template"]["spec"][
+        "automountServiceAccountToken"] is False

@@ -75,10 +75,15 @@ def test_job_spec_follows_section_10_2() -> None:
     assert (spec["backoffLimit"], spec["ttlSecondsAfterFinished"], spec["activeDeadlineSeconds"]) == (0, 300, 600)
     pod = spec["template"]["spec"]
     assert pod["restartPolicy"] == "Never" and pod["securityContext"]["runAsUser"] == 1000
-    assert pod["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "jervis-data-pvc"}}]
+    assert pod["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "jervis-data-pvc"}},
+                              {"name": "home", "emptyDir": {"sizeLimit": "1Gi"}},
+                              {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]
     container = pod["containers"][0]
     assert container["image"] == "registry.example/jervis/jervis-aider:v7"
-    assert container["volumeMounts"] == [{"mountPath": "/opt/jervis/data", "name": "data"}]
+    # Only the workspace of the volume (this one has no .git on this machine), never DATA_ROOT itself.
+    assert container["volumeMounts"] == [
+        {"mountPath": "/opt/jervis/data/clients/c1/p1", "name": "data", "subPath": "clients/c1/p1"},
+        {"mountPath": "/home/jervis-agent", "name": "home"}, {"mountPath": "/tmp", "name": "tmp"}]
     assert container["resources"] == {"limits": {"cpu": "1000m", "memory": "1Gi"},
                                       "requests": {"cpu": "250m", "memory": "256Mi"}}
     env = {e["name"]: e for e in container["env"]}
@@ -109,3 +114,21 @@ def test_test_jobs_run_the_entrypoints_test_mode_without_agent_secrets() -> None
     assert env["JERVIS_MODE"]["value"] == "test" and env["ALLOW_GIT"]["value"] == "false"
     assert env["JERVIS_ATTEMPT"]["value"] == "2"
     assert not [name for name, e in env.items() if "valueFrom" in e]  # the project's tests get no API keys
+
+
+@pytest.mark.parametrize("mode", ["agent", "test", "commit", "push"])
+def test_every_job_runs_restricted_without_a_token_in_the_agents_namespace(mode: str) -> None:
+    body = ApiClient().sanitize_for_serialization(build_job(Settings(), agent_job(mode=mode)))
+    assert body["metadata"]["namespace"] == "jervis-agents"
+    pod = body["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"] == {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
+                                      "fsGroupChangePolicy": "OnRootMismatch",
+                                      "seccompProfile": {"type": "RuntimeDefault"}}
+    [container] = pod["containers"]
+    assert container["securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    assert mounts[env["HOME"]] == "home" and mounts["/tmp"] == "tmp"
