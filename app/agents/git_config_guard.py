@@ -34,8 +34,8 @@ def config_files(workspace: Path) -> list[Path]:
     """What is watched: `.git` itself, and in each git directory of the workspace's repository (its
     own `.git/`, or for a goal's worktree the main workspace's git directory and the worktree's
     folder in it) the files of `CONFIG_FILES` and its `hooks` folder with the hooks in it."""
-    dot_git = workspace / ".git"
-    directories = [dot_git] if dot_git.is_dir() and not dot_git.is_symlink() else worktree_git_dirs(workspace)
+    dot_git = Path(os.path.realpath(workspace)) / ".git"  # real: a link on the way later is the agent's
+    directories = [dot_git] if dot_git.is_dir() and not dot_git.is_symlink() else worktree_git_dirs(dot_git.parent)
     if dot_git.is_file() and not dot_git.is_symlink() and directories:
         directories += [private for private in _worktree_dir(dot_git) if private.parent == directories[0] / "worktrees"]
     watched = [dot_git]
@@ -67,22 +67,19 @@ class GitConfigGuard:
                 changed += self._remove_new_hooks(path)
             if _read(path) == content:
                 continue
-            changed.append(_name(path))
-            if content == DIRECTORY:
-                continue  # a directory replaced (a `.git` the agent swapped for a file): reported, not rebuilt
-            if path.is_symlink() or path.is_dir():
-                _remove(path)
-            if content is None:
-                path.unlink(missing_ok=True)
-            elif content.startswith(LINK):
-                os.symlink(os.fsdecode(content.removeprefix(LINK)), path)
+            if content == DIRECTORY:  # a directory replaced (a `.git` the agent swapped for a file)
+                changed.append(f"{_name(path)} (replaced; not put back)")
+                continue
+            try:
+                _put_back(path, content)
+            except OSError:  # its directory is gone or replaced: the service's git refuses such a repository
+                changed.append(f"{_name(path)} (not put back)")
             else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(content)
+                changed.append(_name(path))
         return changed
 
     def _remove_new_hooks(self, hooks: Path) -> list[str]:
-        if not hooks.is_dir() or hooks.is_symlink():
+        if not hooks.is_dir() or os.path.realpath(hooks) != os.path.abspath(hooks):
             return []
         removed = []
         for path in sorted(hooks.iterdir()):
@@ -90,6 +87,25 @@ class GitConfigGuard:
                 _remove(path)
                 removed.append(_name(path))
         return removed
+
+
+def _put_back(path: Path, content: bytes | None) -> None:
+    """Write the recorded content back, never through a symlink the agent put on the way."""
+    _no_link_on_the_way(path.parent)
+    if path.is_symlink() or path.is_dir():
+        _remove(path)
+    if content is None:
+        path.unlink(missing_ok=True)
+    elif content.startswith(LINK):
+        os.symlink(os.fsdecode(content.removeprefix(LINK)), path)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+
+
+def _no_link_on_the_way(folder: Path) -> None:
+    if os.path.realpath(folder) != os.path.abspath(folder):
+        raise OSError(f"{folder} leads through a symlink")
 
 
 def _worktree_dir(dot_git: Path) -> list[Path]:

@@ -44,6 +44,12 @@ def plain_git_runs_it(repo: Path, planted: Planted) -> bool:
     return planted.ran()
 
 
+def plain_merge_runs_it(repo: Path, base: str, trees: list[str], planted: Planted) -> bool:
+    goal_commits = [git(repo, "commit-tree", tree, "-p", base, "-m", "goal").strip() for tree in trees]
+    subprocess.run(["git", "merge-tree", "--write-tree", *goal_commits], cwd=repo, capture_output=True, check=False)
+    return planted.ran()
+
+
 async def test_a_commondir_redirect_with_a_filter_is_refused_and_runs_nothing(
         repo: Path, planted: Planted, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     evil = foreign_git_dir(tmp_path / "agent" / "evil.git", repo, planted)
@@ -151,9 +157,7 @@ async def test_worktrees_and_their_merge_run_no_smudge_filter_merge_driver_or_ho
     assert not planted.ran()
     # the control: without the service's override, plain git runs the merge driver on the same merge
     (repo / ".git" / "info" / "attributes").unlink()
-    goal_commits = [git(repo, "commit-tree", tree, "-p", base, "-m", "goal").strip() for tree in trees]
-    subprocess.run(["git", "merge-tree", "--write-tree", *goal_commits], cwd=repo, capture_output=True, check=False)
-    assert planted.ran()
+    assert plain_merge_runs_it(repo, base, trees, planted)
 
 
 async def test_a_goal_worktree_whose_git_file_points_elsewhere_is_refused(
