@@ -17,7 +17,7 @@ from pathlib import Path
 from app.agents.safe_git import TEMP_INDEX_SETTINGS, GitCommand, SnapshotError, UnsafeRepositoryError
 
 __all__ = ["OBJECT_ID", "STATE_DIR", "TEMP_INDEX_SETTINGS", "GitCommand", "SnapshotError", "UnsafeRepositoryError",
-           "copy_if_exists", "decode_path", "encode_paths", "temp_index"]
+           "copy_if_exists", "decode_path", "encode_paths", "state_folder", "temp_index"]
 
 OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 """A full SHA-1 or SHA-256 object name."""
@@ -28,8 +28,7 @@ STATE_DIR = "jervis"
 @contextlib.asynccontextmanager
 async def temp_index(git_dir: Path, *, seed: Path | None) -> AsyncIterator[Path]:
     """A private index file inside the git dir, seeded from `seed` when it exists; always removed."""
-    folder = git_dir / STATE_DIR
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = state_folder(git_dir)
     fd, name = tempfile.mkstemp(prefix="index-", dir=folder)
     os.close(fd)
     index = Path(name)
@@ -40,6 +39,19 @@ async def temp_index(git_dir: Path, *, seed: Path | None) -> AsyncIterator[Path]
     finally:
         index.unlink(missing_ok=True)
         index.with_name(index.name + ".lock").unlink(missing_ok=True)  # left by a killed git
+
+
+def state_folder(git_dir: Path, *parts: str) -> Path:
+    """`<git dir>/jervis/<parts>`, created; a symlink on the way (which would carry the service's
+    records and indexes elsewhere) is refused before anything is created through it."""
+    folder = git_dir
+    for part in (STATE_DIR, *parts):
+        folder = folder / part
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise UnsafeRepositoryError(f"{folder} is a symlink or not a directory; the service keeps its "
+                                        "snapshot records and temporary indexes only in its own folder")
+        folder.mkdir(exist_ok=True)
+    return folder
 
 
 def copy_if_exists(source: Path, target: Path) -> bool:

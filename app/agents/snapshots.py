@@ -34,11 +34,11 @@ from app.agents.safe_git import UnsafeRepositoryError, has_git
 from app.agents.snapshot_files import delete_added, read_key, still_present, write_atomically
 from app.agents.snapshot_git import (
     OBJECT_ID,
-    STATE_DIR,
     GitCommand,
     SnapshotError,
     decode_path,
     encode_paths,
+    state_folder,
     temp_index,
 )
 
@@ -230,7 +230,7 @@ class WorkspaceSnapshots:
         return (await asyncio.to_thread(self._git.pin, workspace)).git_dir
 
     async def _key_file(self, workspace: Path, key: str) -> Path:
-        return await self._git_dir(workspace) / STATE_DIR / "snapshots" / key
+        return await asyncio.to_thread(state_folder, await self._git_dir(workspace), "snapshots") / key
 
 
 # ---------------------------------------------------------------------- helpers

@@ -193,3 +193,17 @@ async def test_a_goal_worktree_whose_folder_has_a_commondir_of_the_agents_is_ref
 
     assert not planted.ran()
     assert plain_git_runs_it(worktree, planted)
+
+
+async def test_the_services_own_folder_in_the_git_dir_is_not_followed_through_a_symlink(
+        repo: Path, tmp_path: Path) -> None:
+    """Snapshot records and temporary indexes go to `.git/jervis/`: linked elsewhere, they would be
+    written (and an index copied, a record trusted) wherever the agent chose."""
+    elsewhere = tmp_path / "agent" / "elsewhere"
+    elsewhere.mkdir(parents=True)
+    (repo / ".git" / "jervis").symlink_to(elsewhere, target_is_directory=True)
+
+    with pytest.raises(UnsafeRepositoryError, match="symlink or not a directory"):
+        await WorkspaceSnapshots().ensure(repo, "step")
+
+    assert list(elsewhere.iterdir()) == []
