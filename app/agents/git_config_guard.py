@@ -13,6 +13,7 @@ reported, and the service's git then refuses the repository.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ HOOKS = "hooks"
 DIRECTORY = b"\0directory"
 #: What `_read` gives for a symlink, followed by its target.
 LINK = b"\0link:"
+#: What is kept of a hook: its digest (a record stays small; a changed hook is removed, not rebuilt).
+DIGEST = b"\0sha256:"
 
 
 def config_files(workspace: Path) -> list[Path]:
@@ -51,13 +54,13 @@ def config_files(workspace: Path) -> list[Path]:
 @dataclass
 class GitConfigGuard:
     """The bytes of each watched file before the agent (None: it did not exist; `DIRECTORY`: a
-    directory; `LINK` + target: a symlink)."""
+    directory; `LINK` + target: a symlink; `DIGEST` + sha256: a hook)."""
 
     before: dict[Path, bytes | None] = field(default_factory=dict)
 
     @classmethod
     def record(cls, workspace: Path) -> GitConfigGuard:
-        return cls({path: _read(path) for path in config_files(workspace)})
+        return cls({path: _read(path, digest=path.parent.name == HOOKS) for path in config_files(workspace)})
 
     def restore_changed(self) -> list[str]:
         """Put back every file that changed and remove new hooks; their names (empty when nothing changed)."""
@@ -65,7 +68,7 @@ class GitConfigGuard:
         for path, content in self.before.items():
             if content == DIRECTORY and path.name == HOOKS:
                 changed += self._remove_new_hooks(path)
-            if _read(path) == content:
+            if _read(path, digest=content is not None and content.startswith(DIGEST)) == content:
                 continue
             if content == DIRECTORY:  # a directory replaced (a `.git` the agent swapped for a file)
                 changed.append(f"{_name(path)} (replaced; not put back)")
@@ -98,6 +101,8 @@ def _put_back(path: Path, content: bytes | None) -> None:
         path.unlink(missing_ok=True)
     elif content.startswith(LINK):
         os.symlink(os.fsdecode(content.removeprefix(LINK)), path)
+    elif content.startswith(DIGEST):
+        path.unlink(missing_ok=True)  # a hook changed: removed (the service's git never runs one anyway)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
@@ -127,14 +132,16 @@ def _name(path: Path) -> str:
     return "/".join(parts[-2:])
 
 
-def _read(path: Path) -> bytes | None:
-    """A file's bytes; `DIRECTORY` for a directory, `LINK` + its target for a symlink (never followed)."""
+def _read(path: Path, *, digest: bool = False) -> bytes | None:
+    """A file's bytes (with `digest`: `DIGEST` + its sha256); `DIRECTORY` for a directory, `LINK` +
+    its target for a symlink (never followed)."""
     try:
         if path.is_symlink():
             return LINK + os.fsencode(os.readlink(path))
         if path.is_dir():
             return DIRECTORY
-        return path.read_bytes()
+        content = path.read_bytes()
+        return DIGEST + hashlib.sha256(content).hexdigest().encode() if digest else content
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
 

@@ -62,6 +62,7 @@ from pathlib import Path
 git_dir = Path(".git")
 (git_dir / "commondir").write_text("/tmp/agent-git\n")
 (git_dir / "hooks" / "pre-commit").write_text("#!/bin/sh\ntouch /tmp/x\n")
+(git_dir / "hooks" / "pre-push.sample").write_text("#!/bin/sh\ntouch /tmp/x\n")
 (git_dir / "info" / "attributes").write_text("* filter=x\n")
 (git_dir / "objects" / "info" / "alternates").write_text("/tmp/objects\n")
 if @REPLACE@:
@@ -153,7 +154,8 @@ async def test_unconfined_the_guard_puts_back_what_the_agent_planted_and_says_so
         with pytest.raises(UnsafeRepositoryError, match="'gitdir:' file"):
             await WorkspaceSnapshots().current_tree(workspace)
         return
-    for planted in (".git/commondir", ".git/hooks/pre-commit", ".git/info/attributes", ".git/objects/info/alternates"):
+    for planted in (".git/commondir", ".git/hooks/pre-commit", ".git/hooks/pre-push.sample", ".git/info/attributes",
+                    ".git/objects/info/alternates"):
         assert planted in summary
         assert not (workspace / planted).exists()
     assert git(workspace, "status", "--porcelain") is not None
