@@ -19,7 +19,7 @@ which may live under /tmp); the hidden paths emptied (HOME, DATA_ROOT with every
 workspaces, the user's runtime directory, container sockets, `AGENT_SANDBOX_HIDE`); what the
 entrypoint itself needs read back in read-only when it lies inside one of them (the project,
 the service's Python, the local programs' installs), and the hidden paths inside those emptied
-again; then read-write the workspace, a linked worktree's git directory, `AGENT_SANDBOX_WRITABLE`
+again; then read-write the workspace (its `.git`, a linked worktree's git dir: read-only), `AGENT_SANDBOX_WRITABLE`
 and for test runs a per-client tool cache. No capability survives (as root, user-namespace
 capabilities would let it unmount the hiding tmpfs), the network stays shared (the model is on loopback),
 and there is no `--new-session`: the runner stops an agent by signalling its process group, and
@@ -237,8 +237,7 @@ class AgentSandbox:
             argv += ["--ro-bind", str(path), str(path)]
         argv += _hide(_outermost(h for h in hidden if any(_within(h, r) and h != r for r in readable)))
         argv += ["--bind", str(workspace), str(workspace)]
-        for git_dir in worktree_git_dirs(workspace):
-            argv += ["--bind", str(git_dir), str(git_dir)]
+        argv += read_only_git(workspace)
         for path in self.writable_paths():
             argv += ["--bind", str(path), str(path)]
         if job.entrypoint_mode == "test":
@@ -264,6 +263,20 @@ class AgentSandbox:
         folder = self._data_root / TOOLS_DIR / f"{slug}-{sha256(job.client_id.encode()).hexdigest()[:8]}"
         folder.mkdir(parents=True, exist_ok=True)
         return folder
+
+
+def read_only_git(workspace: Path) -> list[str]:
+    """bwrap arguments binding the workspace's git metadata read-only over its writable bind: its
+    `.git` (a directory, or a goal's worktree's `gitdir:` file) and a linked worktree's git
+    directory. The agent reads git (status, diff, log) but cannot plant what the service's own
+    git would run outside the sandbox (a `commondir`, hooks, config, attributes, alternates), and
+    a mount point cannot be renamed or replaced from inside."""
+    dot_git = workspace / ".git"
+    bound = [dot_git] if not dot_git.is_symlink() and (dot_git.is_dir() or dot_git.is_file()) else []
+    argv: list[str] = []
+    for path in [*bound, *worktree_git_dirs(workspace)]:
+        argv += ["--ro-bind", str(path), str(path)]
+    return argv
 
 
 def worktree_git_dirs(workspace: Path) -> list[Path]:

@@ -61,6 +61,8 @@ def inside(root: Path, path: Path) -> bool:
 
 
 def read_key(path: Path) -> str | None:
+    if path.is_symlink():
+        raise SnapshotError(f"snapshot record {path} is a symlink; not followed")
     try:
         text = path.read_text(encoding="ascii").strip()
     except FileNotFoundError:

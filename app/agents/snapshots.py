@@ -6,11 +6,14 @@ disturbing the user's own git state. So a snapshot is only a *tree object*, writ
 temporary index: `.git/index` is copied into the git dir (the copy keeps its mtime, so git's
 racy-clean check stays correct, and its stat data keeps `git add -A` fast), `git add -A` and
 `git write-tree` run on the copy through `GIT_INDEX_FILE`, and the copy is deleted. `git add -A`
-applies .gitignore, `.git/info/exclude` and `core.excludesFile`, and includes untracked files, so
+applies .gitignore, `.git/info/exclude` and the default global ignore file, and includes untracked files, so
 the tree is "everything git would commit". Restoring reads the base tree into a second temporary
 index and checks paths out of it with `checkout-index`. Neither ever writes `.git/index`, HEAD,
 a branch, a ref, the stash or a commit; the only lasting traces are unreachable objects in the
 object store and one small file per key under `<gitdir>/jervis/snapshots/`.
+
+Every git command runs through `app.agents.safe_git`: the repository pinned where the service put
+it, no system or user configuration, and no hook, filter, driver or textconv a workspace could name.
 
 Because the base is recorded under a key before the agent starts, a restarted orchestrator finds
 the same base again. The one caveat is git's own garbage collection: the snapshot objects are
@@ -22,27 +25,31 @@ instead of restoring something else.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.agents.snapshot_files import delete_added, inside, read_key, still_present, write_atomically
+from app.agents.safe_git import UnsafeRepositoryError, has_git
+from app.agents.snapshot_files import delete_added, read_key, still_present, write_atomically
 from app.agents.snapshot_git import (
     OBJECT_ID,
-    STATE_DIR,
     GitCommand,
     SnapshotError,
     decode_path,
     encode_paths,
+    state_folder,
     temp_index,
 )
 
-__all__ = ["Change", "Snapshot", "SnapshotError", "WorkspaceSnapshots"]
+__all__ = ["Change", "Snapshot", "SnapshotError", "UnsafeRepositoryError", "WorkspaceSnapshots"]
+
+log = logging.getLogger(__name__)
 
 KEY_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,200}")
 GITLINK_MODE = "160000"
 #: The same diff whatever the user's diff.* and color.* settings say.
-DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/")
+DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/")
 
 
 @dataclass(frozen=True)
@@ -71,12 +78,19 @@ class WorkspaceSnapshots:
 
     # ------------------------------------------------------------------ public API
     async def is_repository(self, workspace: Path) -> bool:
-        """True only for the top level of a work tree: a subdirectory would snapshot its whole repo."""
-        try:
-            top = (await self._git.run(workspace, "rev-parse", "--show-toplevel")).decode().strip()
-            return bool(top) and Path(top).resolve() == workspace.resolve()
-        except (SnapshotError, OSError, UnicodeDecodeError):
+        """True only for a workspace with its own repository at its top (found there, never by
+        looking upwards: a subdirectory would snapshot its whole repo). A repository whose git
+        metadata the service refuses (`safe_git.pin`) is none, and the log says why."""
+        if not has_git(workspace):
             return False
+        try:
+            await self._git.run(workspace, "rev-parse", "--git-dir")
+        except UnsafeRepositoryError as exc:
+            log.warning("no snapshots of %s: %s", workspace, exc)
+            return False
+        except (SnapshotError, OSError):
+            return False
+        return True
 
     async def ensure(self, workspace: Path, key: str) -> Snapshot:
         """The base recorded under `key`, recording the working tree now if there is none yet.
@@ -211,17 +225,12 @@ class WorkspaceSnapshots:
 
     # ------------------------------------------------------------------ git plumbing
     async def _git_dir(self, workspace: Path) -> Path:
-        """The absolute git dir (`.git` may be a file pointing elsewhere, as in a linked worktree).
-        A `.git` that is a symlink out of the workspace is refused: our records and temporary
-        indexes would be written wherever it points."""
-        dot_git = workspace / ".git"
-        if dot_git.is_symlink() and not inside(workspace.resolve(), dot_git):
-            raise SnapshotError(f"{dot_git} is a symlink leading outside the workspace")
-        out = await self._git.run(workspace, "rev-parse", "--absolute-git-dir")
-        return Path(decode_path(out).strip())
+        """The workspace's git dir as `safe_git.pin` checked it (`.git`, or a goal worktree's own
+        folder in its main `.git/worktrees/`): our records and temporary indexes are written there."""
+        return (await asyncio.to_thread(self._git.pin, workspace)).git_dir
 
     async def _key_file(self, workspace: Path, key: str) -> Path:
-        return await self._git_dir(workspace) / STATE_DIR / "snapshots" / key
+        return await asyncio.to_thread(state_folder, await self._git_dir(workspace), "snapshots") / key
 
 
 # ---------------------------------------------------------------------- helpers

@@ -9,6 +9,8 @@ goals are merged one after another in plan order with `git merge-tree --write-tr
 which needs no working tree: the main workspace is only written once, with the merged result.
 A textual conflict leaves the merged result as it was before that goal and names the files.
 
+Every command runs through `app.agents.safe_git` (the repository pinned, no program a workspace
+names); a goal's worktree is used only while its `.git` file leads where `git worktree add` put it.
 Nothing here touches the main workspace's index, HEAD or branches; the goals' branches and
 worktrees are removed after the merge (`remove`), so only unreachable objects remain.
 """
@@ -21,14 +23,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.agents.safe_git import WORKTREES_SUFFIX
 from app.agents.snapshot_git import OBJECT_ID, GitCommand, SnapshotError, decode_path
 
-__all__ = ["GoalWorktrees", "MergeStep", "SnapshotError"]
+__all__ = ["WORKTREES_SUFFIX", "GoalWorktrees", "MergeStep", "SnapshotError"]
 
-#: The folder beside a workspace that holds its goals' worktrees (`<workspace>.jervis-goals/`).
-WORKTREES_SUFFIX = ".jervis-goals"
 #: Who the internal commits are by (never on a branch the user sees).
-IDENTITY = ("-c", "user.name=Jervis", "-c", "user.email=jervis@localhost")
+IDENTITY = ("user.name=Jervis", "user.email=jervis@localhost")
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,7 @@ class GoalWorktrees:
             await asyncio.to_thread(shutil.rmtree, path)
         await self._git.run(main, "worktree", "prune")
         path.parent.mkdir(parents=True, exist_ok=True)
-        await self._git.run(main, "-c", "core.hooksPath=/dev/null", "worktree", "add", "--force", "-B", branch,
-                            str(path), base)
+        await self._git.run(main, "worktree", "add", "--force", "-B", branch, str(path), base)
 
     async def merge(self, main: Path, merged: str, base: str, tree: str, message: str) -> MergeStep:
         """Merge a goal's `tree` (worked from `base`) into `merged`: the new merged commit and tree,
@@ -106,7 +106,7 @@ class GoalWorktrees:
         return head if OBJECT_ID.fullmatch(head) else None
 
     async def _commit_tree(self, main: Path, tree: str, parents: tuple[str, ...], message: str) -> str:
-        out = await self._git.run(main, *IDENTITY, "commit-tree", tree, *parents, "-m", message)
+        out = await self._git.run(main, "commit-tree", tree, *parents, "-m", message, settings=IDENTITY)
         return _checked(out.decode().strip())
 
 

@@ -88,6 +88,8 @@ def scratch_index(workspace: Path) -> Iterator[dict[str, str]]:
     git_dir = Path(git_ok(workspace, "rev-parse", "--absolute-git-dir").strip())
     index = git_dir / COMMIT_INDEX
     lock = index.with_name(index.name + ".lock")
+    if index.parent.is_symlink():
+        raise GitError(f"{index.parent} is a symlink; the series' index is built only in the git dir itself")
     try:
         index.parent.mkdir(exist_ok=True)
         for leftover in (index, lock):

@@ -1,12 +1,14 @@
-"""Running git on the workspace safely (none of the workspace's hooks or fsmonitor, no prompts, no
-optional locks while an agent works), and the git steps the modes share."""
+"""Running git on the workspace safely (its repository pinned, none of the workspace's hooks,
+fsmonitor or submodule recursion: `safe_git`; no prompts, no optional locks while an agent works),
+and the git steps the modes share."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
+
+from .safe_git import pinned_env, settings_args
 
 GIT_TIMEOUT = 120.0
 #: How far back `find_commit` looks for a trailer.
@@ -21,13 +23,12 @@ def git(workspace: Path, *args: str, timeout: float = GIT_TIMEOUT, read_only: bo
     `env` adds variables (a temporary index); `input_text` is fed to stdin (else /dev/null);
     `raw_paths` decodes and encodes with surrogateescape, so a path git prints that is not UTF-8
     goes back to git unchanged (such text must not reach result.json: see `printable`)."""
-    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
+    environment = {**pinned_env(workspace), "GIT_TERMINAL_PROMPT": "0", **(env or {})}
     if read_only:
         environment["GIT_OPTIONAL_LOCKS"] = "0"
     return subprocess.run(
         # hooks and fsmonitor programs of the workspace's config are the agent's: never run them here
-        ["git", "-c", "safe.directory=*", "-c", "core.quotepath=off", "-c", "core.hooksPath=/dev/null",
-         "-c", "core.fsmonitor=false", *args],
+        ["git", *settings_args(), *args],
         cwd=workspace, env=environment, capture_output=True, text=True,
         encoding="utf-8" if raw_paths else None, errors="surrogateescape" if raw_paths else "replace",
         timeout=timeout, input=input_text, stdin=subprocess.DEVNULL if input_text is None else None, check=False,

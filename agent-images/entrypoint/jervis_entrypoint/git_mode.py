@@ -1,5 +1,6 @@
 """Git mode: commit (one commit, or a series through `commit_series`) or push; a git failure is a
-failed step (exit 1) with git's own message, never a crash."""
+failed step (exit 1) with git's own message, never a crash. Nothing runs on a repository
+`safe_git.check_repository` refuses (the step fails saying why)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from .common import SUMMARY_LIMIT
 from .config import Config
 from .git import GitError, find_commit, git_ok, identity_args, switch_branch
 from .git_plan import GitPlan
+from .safe_git import UnsafeRepositoryError, check_repository
 
 PUSH_TIMEOUT = 600.0
 
@@ -18,11 +20,13 @@ PUSH_TIMEOUT = 600.0
 def run_git_mode(config: Config, plan: GitPlan) -> dict[str, Any]:
     """Commit or push; a git failure is a failed step (exit 1), not a crash."""
     try:
+        check_repository(config.workspace)
         if plan.action == "commit":
             return commit_series(config.workspace, plan) if plan.commits else commit(config.workspace, plan)
         return push(config.workspace, plan)
-    except GitError as exc:
-        result: dict[str, Any] = {"success": False, "summary": str(exc)[:SUMMARY_LIMIT]}
+    except (GitError, UnsafeRepositoryError) as exc:
+        refused = "Refused: " if isinstance(exc, UnsafeRepositoryError) else ""
+        result: dict[str, Any] = {"success": False, "summary": f"{refused}{exc}"[:SUMMARY_LIMIT]}
         if plan.action == "commit":
             result.update(changedFiles=plan.changed_files, commitSha=None)
             if plan.commits:

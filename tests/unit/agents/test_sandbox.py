@@ -120,7 +120,7 @@ def test_what_the_entrypoint_needs_from_a_hidden_home_is_read_back_without_the_d
     assert argv.count(str(data / "workspaces")) == 0  # inside the hidden .data: no mount of its own
 
 
-def test_a_goal_worktree_gets_its_main_workspace_git_dir_bound(tmp_path: Path) -> None:
+def test_a_goal_worktree_gets_its_main_workspace_git_dir_bound_read_only(tmp_path: Path) -> None:
     main = make_git_repo(tmp_path / "data" / "c1" / "repo")
     worktree = tmp_path / "data" / "c1" / "repo.jervis-goals" / "thread-g1"
     git(main, "worktree", "add", "-q", "-b", "jervis/goals/thread-g1", str(worktree))
@@ -130,7 +130,11 @@ def test_a_goal_worktree_gets_its_main_workspace_git_dir_bound(tmp_path: Path) -
         job(worktree), "bwrap", ["true"], {})
     assert worktree_git_dirs(worktree) == [(main / ".git").resolve()]
     git_dir = str((main / ".git").resolve())
-    assert position(argv, "--tmpfs", str(tmp_path / "data")) < position(argv, "--bind", git_dir, git_dir)
+    assert position(argv, "--tmpfs", str(tmp_path / "data")) < position(argv, "--ro-bind", git_dir, git_dir)
+    dot_git = str(worktree.resolve() / ".git")  # its `gitdir:` file too: the agent cannot point it elsewhere
+    assert position(argv, "--bind", str(worktree.resolve()), str(worktree.resolve())) < position(
+        argv, "--ro-bind", dot_git, dot_git)
+    assert "--bind" not in [argv[i] for i in range(len(argv) - 1) if argv[i + 1] == git_dir]
 
 
 def test_a_worktree_git_file_pointing_elsewhere_binds_nothing(tmp_path: Path) -> None:
@@ -345,15 +349,16 @@ Path(".jervis/result.json").write_text(json.dumps({"success": True, "summary": "
 
 
 async def test_a_git_configuration_the_agent_planted_is_put_back_and_fails_the_step(tmp_path: Path) -> None:
-    """The agent may write `.git/` (it is in its workspace), but the service's git runs outside the
-    sandbox: a filter it configured would run as the service at the next `git add`."""
+    """Unconfined (AGENT_SANDBOX=off, or Aider without bubblewrap) the agent may write `.git/` (the
+    sandbox binds it read-only: tests/security/test_git_sandbox.py), but the service's git runs
+    outside: a filter it configured would run as the service at the next `git add`."""
     data = tmp_path / "data"
     workspace = make_git_repo(data / "c1" / "ws")
     before = (workspace / ".git" / "config").read_bytes()
     agent = tmp_path / "configuring_agent.py"
     agent.write_text(CONFIGURING_AGENT)
     manager = WorkspaceManager(data)
-    runner = LocalRunner(manager, Settings(local_agent_command=[sys.executable, str(agent)], agent_sandbox="bwrap"),
+    runner = LocalRunner(manager, Settings(local_agent_command=[sys.executable, str(agent)], agent_sandbox="off"),
                          environ={"PATH": PATH, "HOME": str(tmp_path / "home")})
 
     result = await runner.run(job(workspace), prepare=hand_over(manager, workspace))
