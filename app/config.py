@@ -298,7 +298,8 @@ class Settings(AgentSettings, ConsoleSettings):
     allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Host names (the `Host` header, any port) the service answers besides `localhost`, `127.0.0.1`, `[::1]` and
     its own listen address; any other gets 400, so a web page cannot reach a loopback service through a name it
-    controls (DNS rebinding). Comma-separated or a JSON list; `*` allows every name. Empty on a listen beyond
+    controls (DNS rebinding). Comma-separated or a JSON list; `*.example.org` for its subdomains, `*` for every
+    name. Empty on a listen beyond
     loopback with `API_TOKEN`: every name (the pod's IP for the probes, its Service name, an ingress's host), the
     token guards it; without a token (`ALLOW_NO_TOKEN`) the loopback names only."""
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)

@@ -12,10 +12,10 @@ import functools
 import logging
 
 from fastapi import FastAPI
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from app.api.auth import ApiTokenMiddleware, configured_token, console_store
 from app.api.errors import register_error_handlers
-from app.api.hosts import HostCheckMiddleware
 from app.api.limits import RequestLimits, RequestLimitsMiddleware
 from app.api.router import api_router
 from app.config import Settings
@@ -34,7 +34,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestLimitsMiddleware, limits=RequestLimits.from_settings(settings))
     register_error_handlers(app)
     app.add_middleware(ApiTokenMiddleware, token=configured_token, console=console_store)
-    app.add_middleware(HostCheckMiddleware, allowed=allowed_host_names(settings))  # outermost: before the token
+    # Outermost, so no route, the token check and the console included, sees a request naming a host
+    # the service does not answer to (DNS rebinding): 400. The names: app/runtime/listen.py.
+    allowed = allowed_host_names(settings)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=["*"] if allowed is None else sorted(allowed),
+                       www_redirect=False)
     app.include_router(api_router)
     return app
 

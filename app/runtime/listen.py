@@ -8,7 +8,9 @@ the launchers (`python -m app.serve`, `python -m app.dev`) and when `app.main:ap
 
 A browser page can reach a loopback service through a name of its own that it re-points at
 127.0.0.1 (DNS rebinding); the `Host` header then carries that name. `allowed_host_names` is the set
-the Host check (`app/api/hosts.py`) accepts: the loopback names, the listen address itself and
+the Host check accepts (Starlette's `TrustedHostMiddleware`, outermost in `app/main.py`: 400 for any
+other name; it compares the name without its port, `[::1]:8090` as `[::1]`, case-insensitively, and
+takes `*.example.org` patterns): the loopback names, the listen address itself and
 `ALLOWED_HOSTS`. `None` (any name) only beyond loopback with `API_TOKEN` and no `ALLOWED_HOSTS`: the
 token is the guard there, and the names a cluster uses (pod IPs for the probes, Service names, an
 ingress's host) are not known here. Without a token (`ALLOW_NO_TOKEN`) the loopback names stay the
@@ -76,12 +78,3 @@ def allowed_host_names(settings: Settings) -> frozenset[str] | None:
     if own not in ANY_ADDRESS:
         names.add(f"[{own}]" if ":" in own and not own.startswith("[") else own)
     return frozenset(names | LOOPBACK_NAMES)
-
-
-def host_name(header: str) -> str:
-    """The name in a `Host` header, without its port: `[::1]:8090` → `[::1]`, `Example.org.:80` → `example.org`."""
-    value = header.strip().lower()
-    if value.startswith("["):
-        end = value.find("]")
-        return value[:end + 1] if end > 0 else value
-    return value.partition(":")[0].rstrip(".")

@@ -6,14 +6,7 @@ import pytest
 from pydantic import SecretStr
 
 from app.config import Settings
-from app.runtime.listen import (
-    LOOPBACK_NAMES,
-    ListenRefusedError,
-    allowed_host_names,
-    check_listen,
-    host_name,
-    is_loopback,
-)
+from app.runtime.listen import LOOPBACK_NAMES, ListenRefusedError, allowed_host_names, check_listen, is_loopback
 
 
 @pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True),
@@ -31,13 +24,6 @@ def test_a_listen_beyond_loopback_needs_a_token_or_the_explicit_choice(host: str
     assert check_listen(Settings(host=host, api_token=SecretStr("t"))) is None
     assert "WITHOUT an API_TOKEN" in (check_listen(Settings(host=host, api_token=None, allow_no_token=True)) or "")
     assert check_listen(Settings(host="127.0.0.1", api_token=None)) is None
-
-
-@pytest.mark.parametrize(("header", "name"), [("localhost:8090", "localhost"), ("[::1]:8090", "[::1]"),
-                                              ("[::1]", "[::1]"), ("Example.ORG.:443", "example.org"),
-                                              ("127.0.0.1", "127.0.0.1"), ("", "")])
-def test_host_name_drops_the_port(header: str, name: str) -> None:
-    assert host_name(header) == name
 
 
 def test_allowed_names_by_listen_and_token() -> None:
