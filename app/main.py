@@ -17,12 +17,13 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from app.api.auth import ApiTokenMiddleware, configured_token, console_store
 from app.api.errors import register_error_handlers
 from app.api.limits import RequestLimits, RequestLimitsMiddleware
+from app.api.local_only import LoopbackOnlyMiddleware
 from app.api.router import api_router
 from app.config import Settings
 from app.lifespan import lifespan
 from app.observability.logs import configure_logging
 from app.observability.redaction import secret_values
-from app.runtime.listen import allowed_host_names, check_listen
+from app.runtime.listen import allowed_host_names, check_listen, loopback_only
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +35,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestLimitsMiddleware, limits=RequestLimits.from_settings(settings))
     register_error_handlers(app)
     app.add_middleware(ApiTokenMiddleware, token=configured_token, console=console_store)
-    # Outermost, so no route, the token check and the console included, sees a request naming a host
-    # the service does not answer to (DNS rebinding): 400. The names: app/runtime/listen.py.
+    # Added last, so they run first: no route, the token check and the console included, sees a
+    # request naming a host the service does not answer to (DNS rebinding: 400; the names in
+    # app/runtime/listen.py), nor, without a token, one that came in beyond loopback (403).
     allowed = allowed_host_names(settings)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=["*"] if allowed is None else sorted(allowed),
                        www_redirect=False)
+    if loopback_only(settings):  # however uvicorn was started: no token, no answer beyond loopback
+        app.add_middleware(LoopbackOnlyMiddleware)
     app.include_router(api_router)
     return app
 

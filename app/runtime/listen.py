@@ -5,6 +5,9 @@ it; beyond loopback anyone on the network who reaches the port could start a run
 refuses to start there without `API_TOKEN` unless `ALLOW_NO_TOKEN=true` says something else keeps
 strangers out (then it warns, at start and in `/health`). The check runs before uvicorn binds: in
 the launchers (`python -m app.serve`, `python -m app.dev`) and when `app.main:app` is first built.
+A bare `uvicorn app.main:app --host 0.0.0.0` tells the app nothing of its address, so the same rule
+also holds per request (`app/api/local_only.py`): without a token, a request that reached a
+non-loopback address of this machine is refused.
 
 A browser page can reach a loopback service through a name of its own that it re-points at
 127.0.0.1 (DNS rebinding); the `Host` header then carries that name. `allowed_host_names` is the set
@@ -40,9 +43,12 @@ def is_loopback(host: str) -> bool:
     if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(name).is_loopback
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback  # a dual-stack socket's view of 127.0.0.1
+    return address.is_loopback
 
 
 def check_listen(settings: Settings) -> str | None:
@@ -58,6 +64,11 @@ def check_listen(settings: Settings) -> str | None:
             "strangers out (e.g. a NetworkPolicy).")
     return (f"listening on {settings.host or 'every interface'}:{settings.port} WITHOUT an API_TOKEN "
             "(ALLOW_NO_TOKEN=true): anyone who reaches this port can run code on the workspaces")
+
+
+def loopback_only(settings: Settings) -> bool:
+    """True when the service must answer on loopback only: no `API_TOKEN` and no `ALLOW_NO_TOKEN`."""
+    return settings.api_token is None and not settings.allow_no_token
 
 
 def listen_warnings(settings: Settings) -> list[str]:

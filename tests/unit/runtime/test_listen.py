@@ -12,7 +12,8 @@ from app.runtime.listen import LOOPBACK_NAMES, ListenRefusedError, allowed_host_
 @pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True),
                                                 ("[::1]", True), ("localhost", True), ("0.0.0.0", False),
                                                 ("::", False), ("", False), ("192.168.1.5", False),
-                                                ("jervis.example", False)])
+                                                ("jervis.example", False), ("::ffff:127.0.0.1", True),
+                                                ("::ffff:10.0.0.1", False)])
 def test_is_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
 
