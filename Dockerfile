@@ -49,12 +49,15 @@ LABEL org.opencontainers.image.title="jervis-orchestrator" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.base.name="docker.io/library/python:3.11.14-slim-bookworm"
 
-# git: the workspace manager and the local runner run it on the workspaces. safe.directory: the
+# git: the workspace manager and the local runner run it on the workspaces. bubblewrap: the local
+# runner's agent sandbox (app/agents/sandbox.py); AGENT_SANDBOX=bwrap below makes it required, so an
+# agent never runs unconfined in this image (docs/deployment.md: what bwrap needs in a container).
+# safe.directory: the
 # shared volume's repositories may be owned by another uid (agent Jobs). uid/gid 1000: the same
 # user the agent Jobs run as (app/agents/job_spec.py), so both can write the shared workspaces.
 # /opt/jervis/data is created owned by that user, so a fresh named volume (compose) inherits it.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git ca-certificates \
+    && apt-get install -y --no-install-recommends git ca-certificates bubblewrap \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*' \
     && groupadd --gid 1000 jervis \
@@ -67,13 +70,19 @@ COPY --from=aider /opt/aider-venv /opt/aider-venv
 
 # HOME=/tmp: the root filesystem is read-only in the cluster; /tmp is an emptyDir there.
 # LITELLM_LOCAL_MODEL_COST_MAP: litellm must never fetch its price map from the internet.
+# AGENT_SANDBOX=bwrap: the local runner (docker-compose.yml) refuses every agent, Aider included,
+# that bubblewrap cannot confine; the cluster's agents run as Jobs and never read it.
+# HOST/PORT: `python -m app.serve` listens there, and refuses to without API_TOKEN (or ALLOW_NO_TOKEN).
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOME=/tmp \
     LITELLM_LOCAL_MODEL_COST_MAP=True \
     DATA_ROOT=/opt/jervis/data \
-    AIDER_VENV=/opt/aider-venv
+    AIDER_VENV=/opt/aider-venv \
+    AGENT_SANDBOX=bwrap \
+    HOST=0.0.0.0 \
+    PORT=8090
 
 # The repository layout is kept: app/agents/local.py finds the agent entrypoint at
 # <root>/agent-images/entrypoint/jervis_entrypoint/ (parents[2] of its own file).
@@ -86,14 +95,14 @@ RUN python -m compileall -q app agent-images
 
 USER 1000:1000
 EXPOSE 8090
-# uvicorn is PID 1 (exec form), so SIGTERM reaches the app, which stops taking work, lets a running
-# node reach its checkpoint (SHUTDOWN_GRACE_SECONDS, default 20) and releases its MongoDB lock.
+# The launcher is PID 1 (exec form) and serves in its own process (uvicorn.run), so SIGTERM reaches the app,
+# which stops taking work, lets a running node reach its checkpoint (SHUTDOWN_GRACE_SECONDS,
+# default 20) and releases its MongoDB lock.
 STOPSIGNAL SIGTERM
 # No curl in a slim image: urllib raises on a non-2xx answer, which fails the check.
 HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8090/health/ready', timeout=8)"]
-# Forwarded headers (scheme, client address) are believed from FORWARDED_ALLOW_IPS only (uvicorn
-# reads it; loopback by default): k8s/configmap.yaml names the ingress controller there. Not an
-# option of the CMD: a CLI option would win over the variable.
-ENV FORWARDED_ALLOW_IPS=127.0.0.1
-CMD ["uvicorn", "app.main:app", "--host", "0.0.0.0", "--port", "8090", "--proxy-headers"]
+# app.serve: HOST/PORT above; refuses to start beyond loopback without API_TOKEN (ALLOW_NO_TOKEN=true
+# to accept it, logged loudly); forwarded headers (scheme, client address) believed from
+# TRUSTED_PROXIES only (none by default), never from uvicorn's FORWARDED_ALLOW_IPS.
+CMD ["python", "-m", "app.serve"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import ipaddress
+import json
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from app.agent_settings import AgentSettings
 from app.console_settings import ConsoleSettings
@@ -30,10 +32,11 @@ class Settings(AgentSettings, ConsoleSettings):
     model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True, use_attribute_docstrings=True)
 
     host: str = "127.0.0.1"
-    """Listen address of `python -m app.dev`: loopback unless told otherwise (`0.0.0.0` for every interface; set
-    `API_TOKEN` then). The container runs uvicorn with its own flags, on every interface behind the NetworkPolicy."""
+    """Listen address of `python -m app.serve` (the image's command, `HOST=0.0.0.0` there) and `python -m app.dev`:
+    loopback unless told otherwise. Beyond loopback the service refuses to start without `API_TOKEN` (or
+    `ALLOW_NO_TOKEN=true`)."""
     port: int = 8090
-    """Listen port of `python -m app.dev`."""
+    """Listen port of `python -m app.serve` and `python -m app.dev`."""
 
     mongodb_url: str = "mongodb://localhost:27017"
     """MongoDB for checkpoints, lock, context store and run registry (`scripts/run.sh` starts an embedded nx-27017
@@ -288,6 +291,24 @@ class Settings(AgentSettings, ConsoleSettings):
     server sends no token. For deployments reachable beyond the NetworkPolicy; the terminal client sends
     `JERVIS_API_TOKEN`."""
 
+    allow_no_token: bool = False
+    """Start listening beyond loopback without `API_TOKEN` all the same (anyone who reaches the port can then run
+    code on the workspaces): only where something else keeps strangers out, e.g. the cluster's NetworkPolicy for
+    the Kotlin server, which sends no token. Said as a warning in the log at start and in `/health`."""
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Host names (the `Host` header, any port) the service answers besides `localhost`, `127.0.0.1`, `[::1]` and
+    its own listen address; any other gets 400, so a web page cannot reach a loopback service through a name it
+    controls (DNS rebinding). Comma-separated or a JSON list; `*.example.org` for its subdomains, `*` for every
+    name. Empty on a listen beyond
+    loopback with `API_TOKEN`: every name (the pod's IP for the probes, its Service name, an ingress's host), the
+    token guards it; without a token (`ALLOW_NO_TOKEN`) the loopback names only."""
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Proxies (addresses or CIDR ranges, comma-separated or a JSON list) whose `X-Forwarded-For` /
+    `X-Forwarded-Proto` the service believes, e.g. the ingress controller's pods: the client's address (the
+    sign-in throttle, the logs) and scheme (the console cookie's `Secure`) come from them. Empty: none, the peer
+    is the client. Never `*` (any local agent could then claim any address). Replaces uvicorn's
+    `FORWARDED_ALLOW_IPS`, which is ignored."""
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Level of the service's log (libraries' chatter stays at WARNING)."""
     log_format: Literal["json", "text"] = "json"
@@ -302,6 +323,25 @@ class Settings(AgentSettings, ConsoleSettings):
     @classmethod
     def _strip_slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") if value else value
+
+    @field_validator("allowed_hosts", "trusted_proxies", mode="before")
+    @classmethod
+    def _name_list(cls, value: object) -> object:
+        """A comma-separated string (as uvicorn's `FORWARDED_ALLOW_IPS` was) or a JSON list."""
+        if isinstance(value, str):
+            text = value.strip()
+            return json.loads(text) if text.startswith("[") else [part.strip() for part in text.split(",")
+                                                                  if part.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _named_proxies_only(cls, value: list[str]) -> list[str]:
+        if "*" in value:
+            raise ValueError("TRUSTED_PROXIES must name the proxies: '*' would let any peer claim any address")
+        for proxy in value:
+            ipaddress.ip_network(proxy, strict=False)  # ValueError names the bad entry
+        return value
 
     @model_validator(mode="after")
     def _lease_outlasts_a_push(self) -> Settings:

@@ -26,5 +26,5 @@ class ConsoleSettings(BaseSettings):
     `Retry-After` until the oldest of them is a minute old."""
     console_cookie_secure: Literal["auto", "always", "never"] = "auto"
     """The console cookie's `Secure` flag: `auto` when the request came over https (behind a TLS proxy: the scheme
-    it forwarded, believed from `FORWARDED_ALLOW_IPS` only), `always` (a service reached over https only), `never`
+    it forwarded, believed from `TRUSTED_PROXIES` only), `always` (a service reached over https only), `never`
     (plain http only, e.g. a laptop)."""

@@ -28,6 +28,7 @@ from app.config import Settings
 from app.llm.health import ProviderHealth
 from app.persistence.mongo import ping
 from app.runs.manager import RunManager
+from app.runtime.listen import listen_warnings
 
 Check = Callable[[], Awaitable[Any]]
 
@@ -61,7 +62,7 @@ class HealthChecker:
             "pod_id": self._settings.pod_id,
             "dependencies": dependencies,
             "llm_tiers": tiers,
-            "warnings": self._llm_health.warnings(),
+            "warnings": [*listen_warnings(self._settings), *self._llm_health.warnings()],
         }
 
     async def readiness(self) -> tuple[bool, dict[str, Any]]:

@@ -14,8 +14,10 @@ download, cached in `.cache/llm/`), started on a free loopback port and handed t
 Code steps run the local Aider (`LOCAL_AGENTS`), installed here the first time into
 `.cache/agents/aider-venv` (1-3 minutes). Status pushes go to `KOTLIN_SERVER_URL`, by default
 `http://127.0.0.1:5500`, where the terminal client (`scripts/jervis run`) listens. Everything else
-comes from the environment as in production. It listens on loopback (`HOST`, default 127.0.0.1):
-a launcher for one person's machine is not reachable from the network unless told so.
+comes from the environment as in production. It listens as `python -m app.serve` does: on loopback
+(`HOST`, default 127.0.0.1) unless told otherwise, and beyond loopback only with `API_TOKEN` (or
+`ALLOW_NO_TOKEN=true`); a launcher for one person's machine is not reachable from the network
+unless told so.
 """
 
 from __future__ import annotations
@@ -28,14 +30,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import uvicorn
-
 from app.agents.local_agents import AgentInstallError, LocalAgents
 from app.config import Settings
 from app.dev.embedded_model import MODEL_ALIAS, EmbeddedModel, embedded_llm_decision
 from app.dev.embedded_mongo import EmbeddedMongo
 from app.dev.model_cache import DEFAULT_CACHE_DIR, EmbeddedModelError
 from app.dev.model_install import prepare
+from app.runtime.listen import ListenRefusedError, check_listen
+from app.serve import REFUSED, serve
 
 #: Where the launcher says which embedded model runs where (`bench.versus_aider` reads it).
 STATE_FILE = "embedded-llm.json"
@@ -82,25 +84,16 @@ def prepare_local_agents() -> None:
             print(f"{name}: not installed ({exc}); code steps will try again", flush=True)
 
 
-#: Where the launcher listens unless `HOST` says otherwise: this machine only. It runs agents that
-#: execute code, with no API token by default, so reaching it from the network must be asked for.
-DEFAULT_HOST = Settings.model_fields["host"].default
+def run() -> int:
+    """Start what the environment lacks, then the service (`app.serve`); its exit status.
 
-
-def listen_address() -> tuple[str, int]:
-    """`HOST` (default loopback) and `PORT` (default 8090), said at start so nobody wonders who can reach it."""
-    host = os.environ.get("HOST") or DEFAULT_HOST
-    port = int(os.environ.get("PORT", "8090"))
-    if host == DEFAULT_HOST:
-        print(f"listening on {host}:{port} (this machine only; HOST=0.0.0.0 to listen on every interface)", flush=True)
-    else:
-        token = ("with API_TOKEN" if os.environ.get("API_TOKEN")
-                 else "WITHOUT an API_TOKEN: anyone who reaches it can run code here")
-        print(f"listening on {host}:{port}, {token}", flush=True)
-    return host, port
-
-
-def run() -> None:
+    The listen check comes first: a launch that would open the service to the network without a
+    token is refused before the embedded servers start or anything binds."""
+    try:
+        check_listen(Settings())
+    except ListenRefusedError as exc:
+        print(f"jervis: {exc}", file=sys.stderr, flush=True)
+        return REFUSED
     # uvicorn re-raises SIGTERM after its graceful shutdown; with the default handler that would
     # kill this process before `finally` stops the embedded servers. Installed first, so a
     # SIGTERM during the first-run build also goes through `finally`.
@@ -124,8 +117,7 @@ def run() -> None:
         # Pushes go to the terminal client's receiver (`python -m app.cli run` listens here).
         os.environ.setdefault("KOTLIN_SERVER_URL", "http://127.0.0.1:5500")
         prepare_local_agents()
-        host, port = listen_address()
-        uvicorn.run("app.main:app", host=host, port=port)
+        return serve(Settings())
     finally:
         if embedded is not None:
             embedded.stop()
@@ -155,8 +147,7 @@ def main(argv: Sequence[str]) -> int:
     if args:
         print("usage: python -m app.dev [prepare]", file=sys.stderr)
         return 2
-    run()
-    return 0
+    return run()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ refused, every attempt and the right token included (a guesser must not learn th
 right while throttled), until the oldest is a minute old; the answer says when (`Retry-After`).
 Refused attempts are not counted: a user who mistyped waits at most the minute he is told.
 The client is the connection's address, which uvicorn replaces by the forwarded one only when the
-request came through a trusted proxy (`FORWARDED_ALLOW_IPS`); an IPv6 client is its /64, the
+request came through a proxy named in `TRUSTED_PROXIES` (`app/serve.py`); an IPv6 client is its /64, the
 block one subscriber gets. Documents expire by a TTL index and by a sweep at each wrong token.
 """
 

@@ -137,7 +137,8 @@ def test_a_session_ends_after_an_hour_unused_and_twelve_hours_after_sign_in(guar
 
 
 def test_the_cookie_is_secure_when_a_trusted_proxy_says_the_request_came_over_https(guarded: ServiceProcess) -> None:
-    """uvicorn believes X-Forwarded-Proto from FORWARDED_ALLOW_IPS (loopback here, as in the image)."""
+    """uvicorn as these tests start it believes X-Forwarded-Proto from loopback (its own default); the
+    launchers (`app.serve`) from TRUSTED_PROXIES only (tests/security/test_expose_forwarded.py)."""
     with guarded.client() as http:
         plain = http.post("/ui/login", data={"token": TOKEN}).headers["set-cookie"].lower()
         proxied = http.post("/ui/login", data={"token": TOKEN},

@@ -34,7 +34,7 @@ async def test_a_stopping_app_is_not_ready_but_alive(mongo_server: EmbeddedMongo
     )
     app = create_app(settings)
     lifespan = app.router.lifespan_context(app)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc") as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://[::1]") as http:
         await lifespan.__aenter__()
         stopping: asyncio.Task[bool | None] | None = None
         try:

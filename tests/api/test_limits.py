@@ -74,7 +74,8 @@ def app_under_test() -> LimitedApp:
 
 @pytest.fixture
 async def client(app_under_test: LimitedApp) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app_under_test.app), base_url="http://svc") as http:
+    transport = httpx.ASGITransport(app=app_under_test.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://[::1]") as http:
         yield http
 
 
@@ -147,7 +148,7 @@ async def test_streamed_body_without_content_length_is_refused_without_being_buf
 
 async def test_bulk_routes_have_their_own_limit() -> None:
     small = limited_app(Settings(max_body_bytes=64 << 10, max_bulk_body_bytes=256 << 10))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=small.app), base_url="http://svc") as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=small.app), base_url="http://[::1]") as http:
         meeting = {"clientId": "67a9b1c2d3e4f5a6b7c8d9e0", "meetingId": None, "segments": transcript(0.5)}
         accepted = await http.post("/correction/correct", json=meeting)  # ~100 KB: over the default, under bulk
         refused = await http.post("/correction/correct", json=meeting | {"segments": transcript(2)})

@@ -22,7 +22,7 @@ async def test_reconnect_past_the_byte_cap_gets_a_gap_event_then_what_is_held() 
     app = create_app(Settings())
     app.dependency_overrides[get_event_hub] = lambda: hub
 
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc") as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://[::1]") as http:
         response = await http.get("/stream/thread-t1-00000000", headers={"Last-Event-ID": "2"})
 
     events = parse(response.text)

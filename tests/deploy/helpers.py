@@ -32,10 +32,10 @@ AGENT_NAMESPACE = "jervis-agents"
 
 #: Environment variables that are not Settings fields but standard ones the runtime needs:
 #: HOME on the writable /tmp, no byte-code writes on a read-only root, unbuffered logs,
-#: litellm's offline price map, uvicorn's bound on waiting for open connections at SIGTERM and the
-#: proxies whose forwarded headers uvicorn believes.
+#: litellm's offline price map and uvicorn's bound on waiting for open connections at SIGTERM. Not
+#: FORWARDED_ALLOW_IPS: the launcher ignores it (TRUSTED_PROXIES names the proxies).
 STANDARD_ENV = frozenset({"HOME", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "LITELLM_LOCAL_MODEL_COST_MAP",
-                          "UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN", "FORWARDED_ALLOW_IPS"})
+                          "UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN"})
 SETTINGS_ENV = frozenset(name.upper() for name in Settings.model_fields)
 
 Doc = dict[str, Any]

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from app.config import Settings
+from app.runtime.listen import LOOPBACK_NAMES, ListenRefusedError, allowed_host_names, check_listen
 from tests.deploy.helpers import (
     REPO_ROOT,
     SETTINGS_ENV,
@@ -32,6 +33,8 @@ COMPOSE = REPO_ROOT / "docker-compose.yml"
 GPU = REPO_ROOT / "docker-compose.gpu.yml"
 ENV_EXAMPLE = REPO_ROOT / ".env.example"
 SECRET_NAME = re.compile(r"(API_KEY|TOKEN|PASSWORD|SECRET)", re.I)
+#: Names that match SECRET_NAME but hold no secret (a yes/no flag).
+NOT_SECRETS = frozenset({"ALLOW_NO_TOKEN"})
 
 
 def compose_config(tmp_path: Path, *args: str) -> dict[str, Any]:
@@ -67,7 +70,7 @@ def test_orchestrator_service(default: dict[str, Any]) -> None:
     assert env["OLLAMA_URL"] == "http://ollama:11434"
     assert service["build"]["context"] == str(REPO_ROOT) and service["build"]["dockerfile"] == "Dockerfile"
     assert service["build"]["args"] == {"LOCAL_AIDER": "true"}  # code steps run the Aider built into the image
-    assert {(p["target"], p["published"]) for p in service["ports"]} == {(8090, "8090")}
+    assert {(p["host_ip"], p["target"], p["published"]) for p in service["ports"]} == {("127.0.0.1", 8090, "8090")}
     data = [v for v in service["volumes"] if v["target"] == env["DATA_ROOT"]]
     assert [(v["type"], v["source"]) for v in data] == [("volume", "jervis-data")]
     assert service["depends_on"]["mongodb"]["condition"] == "service_healthy"
@@ -116,7 +119,7 @@ def test_compose_files_hold_no_secrets() -> None:
             if isinstance(environment, list):
                 environment = dict(item.split("=", 1) for item in environment)
             for name, value in environment.items():
-                if SECRET_NAME.search(name):
+                if SECRET_NAME.search(name) and name not in NOT_SECRETS:
                     assert value in (None, "") or re.fullmatch(r"\$\{\w+(:?-)?\}", str(value)), f"{name} in {path.name}"
             assert not any(re.search(r"(sk-|AIza)[A-Za-z0-9_-]{10,}", s) for s in strings(service))
 
@@ -150,3 +153,35 @@ def test_compose_and_example_values_are_valid_settings(default: dict[str, Any],
     settings = Settings()
     assert settings.agent_runner == "local" and str(settings.data_root) == "/opt/jervis/data"
     assert settings.mongodb_url == "mongodb://mongodb:27017" and settings.anthropic_api_key is None
+
+
+@pytest.mark.parametrize("files", [("-f", str(COMPOSE)), ("-f", str(COMPOSE), "--profile", "ollama"),
+                                   ("-f", str(COMPOSE), "-f", str(GPU), "--profile", "ollama")],
+                         ids=["default", "ollama", "gpu"])
+def test_every_published_port_is_on_the_hosts_loopback_only(tmp_path: Path, files: tuple[str, ...]) -> None:
+    """The orchestrator runs code for whoever reaches it: published on 127.0.0.1, never on every
+    interface (a port without `host_ip` is published on 0.0.0.0 and ::)."""
+    config = compose_config(tmp_path, *files)
+    published = [(name, port) for name, service in config["services"].items() for port in service.get("ports", [])]
+    assert published, "the orchestrator is published"
+    assert [(name, port.get("host_ip")) for name, port in published if port.get("host_ip") != "127.0.0.1"] == []
+
+
+def test_every_compose_file_is_checked() -> None:
+    assert sorted(REPO_ROOT.glob("docker-compose*.y*ml")) == sorted([COMPOSE, GPU])
+
+
+def test_the_orchestrator_starts_without_a_token_only_because_it_is_loopback_published(
+        default: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the container it listens on every interface (the image's HOST) for the port mapping;
+    compose allows that without a token (ALLOW_NO_TOKEN) since only this machine reaches the port,
+    and the Host check then answers the loopback names only (a rebound name gets 400)."""
+    for name in SETTINGS_ENV:
+        monkeypatch.delenv(name, raising=False)
+    environment = default["services"]["orchestrator"]["environment"]
+    assert environment["ALLOW_NO_TOKEN"] == "true" and "API_TOKEN" not in environment
+    settings = Settings(host="0.0.0.0", allow_no_token=environment["ALLOW_NO_TOKEN"])
+    assert "WITHOUT an API_TOKEN" in (check_listen(settings) or "")
+    assert allowed_host_names(settings) == LOOPBACK_NAMES
+    with pytest.raises(ListenRefusedError):
+        check_listen(Settings(host="0.0.0.0"))

@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 import uvicorn
 from starlette.routing import Match
-from uvicorn.main import main as uvicorn_main
 
 from app.api.router import api_router
 from app.clients.delivery import DeliveryService
 from app.clients.outbox import OutboxWriter
 from app.config import Settings
+from app.runtime.listen import allowed_host_names, check_listen
+from app.serve import forwarded_allow_ips, graceful_shutdown_seconds
 from tests.deploy.helpers import (
     K8S_DIR,
     NAMESPACE,
@@ -189,26 +190,40 @@ def test_a_stopping_pod_serves_until_the_service_forgot_it(container: Doc) -> No
     assert container["lifecycle"]["preStop"] == {"exec": {"command": ["sleep", "5"]}}
 
 
-def test_uvicorn_reads_the_bound_on_open_requests_from_the_environment(container: Doc,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """The variable is uvicorn's (its CLI reads UVICORN_*), and the image's CMD does not override it."""
+def test_the_launcher_passes_uvicorns_bound_on_open_requests_on(container: Doc) -> None:
+    """uvicorn's CLI reads UVICORN_*, uvicorn.run does not: the image's launcher (app.serve) passes it on."""
     [value] = [e["value"] for e in container["env"] if e["name"] == "UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN"]
-    monkeypatch.setenv("UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN", value)
-    context = uvicorn_main.make_context("uvicorn", ["app.main:app", "--host", "0.0.0.0", "--port", str(PORT)])
-    assert context.params["timeout_graceful_shutdown"] == int(value) == 10
-    assert "--timeout-graceful-shutdown" not in (REPO_ROOT / "Dockerfile").read_text(), "a CLI option wins over it"
+    assert graceful_shutdown_seconds({"UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN": value}) == int(value) == 10
+    assert graceful_shutdown_seconds({}) is None
+    assert "--timeout-graceful-shutdown" not in (REPO_ROOT / "Dockerfile").read_text(), "the variable decides"
 
 
 def test_forwarded_headers_are_believed_from_the_configured_proxies_only(config: dict[str, str],
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """uvicorn reads FORWARDED_ALLOW_IPS from the environment; the image turns proxy headers on, the
-    ConfigMap names whom to believe, never everyone."""
-    value = config["FORWARDED_ALLOW_IPS"]
-    monkeypatch.setenv("FORWARDED_ALLOW_IPS", value)
-    context = uvicorn_main.make_context("uvicorn", ["app.main:app", "--proxy-headers"])
-    assert context.params["proxy_headers"] is True and context.params["forwarded_allow_ips"] is None
-    assert uvicorn.Config("app.main:app", proxy_headers=True).forwarded_allow_ips == value  # read when not given
+    """The ConfigMap names whom to believe (TRUSTED_PROXIES, none here), never everyone; uvicorn's
+    FORWARDED_ALLOW_IPS (loopback by default, where agents are) is neither set nor read."""
+    for name in SETTINGS_ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert "FORWARDED_ALLOW_IPS" not in config
+    value = config["TRUSTED_PROXIES"]
     assert "*" not in value
+    monkeypatch.setenv("TRUSTED_PROXIES", value)
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "127.0.0.1")
+    assert forwarded_allow_ips(Settings()) == []
+    assert uvicorn.Config("app.main:app", proxy_headers=True, forwarded_allow_ips=[]).forwarded_allow_ips == []
+
+
+def test_the_cluster_listens_without_a_token_only_by_an_explicit_choice(config: dict[str, str],
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kotlin sends no token: the ConfigMap says ALLOW_NO_TOKEN (the NetworkPolicy keeps others out)
+    and every Host name (probes use the pod IP); the service then starts, with the warning."""
+    for name in SETTINGS_ENV:
+        monkeypatch.delenv(name, raising=False)
+    for name in ("ALLOW_NO_TOKEN", "ALLOWED_HOSTS"):
+        monkeypatch.setenv(name, config[name])
+    settings = Settings(host="0.0.0.0")
+    assert "WITHOUT an API_TOKEN" in (check_listen(settings) or "")
+    assert allowed_host_names(settings) is None
 
 
 def test_pod_identity_is_the_pod_name(container: Doc, config: dict[str, str]) -> None:
@@ -236,7 +251,9 @@ def test_every_variable_is_a_setting_or_a_documented_standard_one(container: Doc
         assert not unknown, f"{where}: not settings: {sorted(unknown)}"
     assert not names["ConfigMap"] & names["orchestrator Secret"], "a setting in both: one would silently win"
     assert {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "MONGODB_URL"} <= names["orchestrator Secret"]
-    assert not any(name.endswith(("_API_KEY", "_TOKEN")) or name == "MONGODB_URL" for name in config)
+    # ALLOW_NO_TOKEN is a yes/no flag, not a token.
+    assert not any(name.endswith(("_API_KEY", "_TOKEN")) or name == "MONGODB_URL"
+                   for name in set(config) - {"ALLOW_NO_TOKEN"})
     # The agent Secret holds what the Jobs reference (AGENT_SECRET_NAME / AGENT_SECRET_KEYS).
     agent = secrets[config["AGENT_SECRET_NAME"]]
     assert list(agent["stringData"]) == Settings.model_fields["agent_secret_keys"].default_factory()

@@ -88,18 +88,18 @@ def test_runtime_stage(final: list[Instruction]) -> None:
     assert uid.isdigit() and int(uid) != 0, "numeric and non-root, so runAsNonRoot can verify it"
     assert args_of(final, "EXPOSE") == ["8090"]
     assert args_of(final, "STOPSIGNAL") in ([], ["SIGTERM"])
-    assert not args_of(final, "ENTRYPOINT"), "uvicorn must be PID 1"
+    assert not args_of(final, "ENTRYPOINT"), "the launcher must be PID 1"
     [cmd] = args_of(final, "CMD")
-    argv = exec_form(cmd)  # exec form: no shell between Docker and uvicorn, SIGTERM reaches it
-    assert argv[:2] in (["uvicorn", "app.main:app"], ["python", "-m"]) and "app.main:app" in argv
-    assert argv[argv.index("--port") + 1] == "8090" and argv[argv.index("--host") + 1] == "0.0.0.0"
-    assert "--no-access-log" not in argv
-    # Forwarded headers believed from the configured proxies only, never from anyone
-    assert "--proxy-headers" in argv and "--forwarded-allow-ips" not in argv
-    assert env_of(final)["FORWARDED_ALLOW_IPS"] == "127.0.0.1"
+    # exec form: no shell between Docker and the launcher, SIGTERM reaches it. app.serve takes HOST and
+    # PORT from the settings (a CLI --host would bypass the refusal to listen without a token) and
+    # believes forwarded headers from TRUSTED_PROXIES only.
+    assert exec_form(cmd) == ["python", "-m", "app.serve"]
+    env = env_of(final)
+    assert env["HOST"] == "0.0.0.0" and env["PORT"] == "8090"
+    assert "FORWARDED_ALLOW_IPS" not in env and "TRUSTED_PROXIES" not in env, "no proxy is believed by default"
+    assert "API_TOKEN" not in env and "ALLOW_NO_TOKEN" not in env, "without a token the image refuses to start"
     runs = " ".join(args_of(final, "RUN"))
     assert re.search(r"apt-get install [^&]*\bgit\b", runs), "the workspace manager and local runner run git"
-    env = env_of(final)
     assert env["HOME"] == "/tmp" and env["PYTHONDONTWRITEBYTECODE"] == "1"
     assert env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
     labels = " ".join(args_of(final, "LABEL"))
@@ -231,3 +231,11 @@ def test_the_local_aider_is_built_in_only_when_asked_and_with_the_service_pin(in
     assert env_of(final)["AIDER_VENV"] == "/opt/aider-venv"
     agent_image = parse_dockerfile((REPO_ROOT / "agent-images" / "aider" / "Dockerfile").read_text())
     assert f"AIDER_VERSION={AIDER_SPEC.partition('==')[2]}" in args_of(agent_image, "ARG")
+
+
+def test_the_local_runner_in_the_image_never_runs_an_agent_unconfined(final: list[Instruction]) -> None:
+    """bubblewrap is installed and required: without a working sandbox the local runner refuses
+    every agent, Aider included (AGENT_SANDBOX=bwrap), instead of running it unconfined."""
+    runs = " ".join(args_of(final, "RUN"))
+    assert re.search(r"apt-get install [^&]*\bbubblewrap\b", runs)
+    assert env_of(final)["AGENT_SANDBOX"] == "bwrap"

@@ -19,7 +19,7 @@ RANK = {
     "graph": 2, "correction": 2, "chat": 2, "kb": 2,
     "runs": 3,
     "api": 4, "health": 4,
-    "main": 5, "lifespan": 5,  # the composition root
+    "main": 5, "lifespan": 5, "serve": 5,  # the composition root and its launcher
     "dev": 6,  # development launchers: nothing in production imports them
 }
 #: The terminal client is a program of its own that speaks HTTP to the service; it shares the

@@ -24,8 +24,10 @@ def aider_argv(config: Config, step: Step, in_git: bool) -> list[str]:
     `--max-chat-history-tokens` (2,048 by default for a 32k model) Aider summarises it with the model
     after the answer, and waits for that before it exits (two minutes per attempt on the embedded
     model, holding its only slot). The tests covering the step are given read-only (`--read`). Edit
-    format and repository map come from AGENT_EXTRA_ARGS (the service's AIDER_ARGS)."""
-    argv = ["aider", "--message-file", f"{JERVIS_DIR}/instructions.md", "--yes-always", "--no-auto-commits",
+    format and repository map come from AGENT_EXTRA_ARGS (the service's AIDER_ARGS). The message is
+    the instructions with no line able to start one of Aider's commands (`aider_message`)."""
+    message = aider_message_file(config.workspace, step.instructions)
+    argv = ["aider", "--message-file", message, "--yes-always", "--no-auto-commits",
             "--no-dirty-commits", "--no-pretty", "--no-check-update", "--no-analytics",
             "--no-show-model-warnings", "--no-show-release-notes", "--no-gitignore", "--no-fancy-input",
             "--no-suggest-shell-commands", "--no-detect-urls", "--no-restore-chat-history",
@@ -42,6 +44,42 @@ def aider_argv(config: Config, step: Step, in_git: bool) -> list[str]:
         if path not in step.files and (config.workspace / path).is_file():
             argv += ["--read", path]
     return [*argv, *step.files]
+
+
+#: What Aider reads as a command when a message starts with it (aider/commands.py `is_command`).
+COMMAND_PREFIXES = ("/", "!")
+
+
+def aider_message(instructions: str) -> str:
+    """The instructions as Aider's message, none of their lines able to run one of its commands.
+
+    Aider 0.86.2 reads `--message-file` whole (aider/main.py: `io.read_text(args.message_file)`,
+    then `coder.run(with_message=...)`) and hands it to `preproc_user_input`
+    (aider/coders/base_coder.py), which runs it as a command when `commands.is_command(inp)`:
+    `inp[0] in "/!"` (aider/commands.py). The whole message is then the command's argument:
+    `/run …` (or `!…`) runs every line of it in a shell, `/add`, `/read-only`, `/load` and the rest
+    act as the text says, and the model is never asked. Instruction text quotes the user's request
+    and files the model or the user wrote, so it must never start a command.
+
+    Every line whose first character is `/` or `!` gets one leading space: the message then never
+    starts with either, and a Markdown reader (the model) sees the same text, since up to three
+    spaces before a line change nothing in Markdown. A line already indented (`  /run x`) is left
+    as it is: Aider tests the first character only, without stripping, so it cannot start a
+    command, and a fourth space would make it a code block."""
+    return "".join(f" {line}" if line.startswith(COMMAND_PREFIXES) else line
+                   for line in instructions.splitlines(keepends=True))
+
+
+#: Aider's message, beside the instructions the service wrote (which stay as they are).
+MESSAGE_FILE = "aider.message.md"
+
+
+def aider_message_file(workspace: Path, instructions: str) -> str:
+    """Write `aider_message(instructions)` to our own `.jervis/`; its path for `--message-file`."""
+    path = own_dir(workspace, JERVIS_DIR) / MESSAGE_FILE
+    path.unlink(missing_ok=True)  # a link planted there is removed, not written through
+    path.write_text(aider_message(instructions), encoding="utf-8")
+    return f"{JERVIS_DIR}/{MESSAGE_FILE}"
 
 
 #: A chat-history budget no single step's conversation reaches: Aider never summarises it.
