@@ -115,10 +115,13 @@ class WorkspaceManager:
         """`workspace` when it is a directory; else WorkspaceMissingError naming it and DATA_ROOT.
         Nothing is created: an agent started on an empty directory would write a project from
         nothing, and git would have nothing to commit to."""
-        if workspace.is_dir():
-            return workspace
+        try:
+            if workspace.is_dir():
+                return workspace
+            state = "is not a directory" if os.path.lexists(workspace) else "does not exist"
+        except OSError as exc:  # a name too long to look up, a permission
+            state = f"cannot be opened ({exc.strerror})"
         shown = workspace.relative_to(self.root) if workspace.is_relative_to(self.root) else workspace
-        state = "is not a directory" if os.path.lexists(workspace) else "does not exist"
         raise WorkspaceMissingError(f"the workspace {shown} {state} under DATA_ROOT ({self.root}); "
                                     "nothing was created in its place")
 

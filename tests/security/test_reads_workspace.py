@@ -10,11 +10,15 @@ needs it ends in error saying so, and nothing is created in its place.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from app.cli.codes import ExitCode
+from tests.fixtures.service import ROOT, ServiceProcess
 from tests.security import reads_support
 from tests.support import (
     advice_script,
@@ -116,3 +120,24 @@ def test_a_waiting_run_whose_workspace_is_gone_ends_in_error_naming_it_and_nothi
     status = wait_until(lambda: (s := api.get(f"/status/{thread_id}").json())["status"] == "error" and s,
                         what="the error status")
     assert rel in status["error"]
+
+
+def test_the_terminal_client_with_another_data_root_is_refused_and_told_why(
+        reads_service: ServiceProcess, llm: Any, tmp_path: Path, data_root: Path) -> None:
+    """The issue's own case: `jervis run` placed its clone under its --data-root, which is not the
+    service's; the service used to create the path empty under its own DATA_ROOT and run Aider
+    there ("Git repo: none"). Now it refuses, and the client says which data roots differ."""
+    llm.script(*code_task_script())
+    repo = make_git_repo(tmp_path / "slugify")
+    elsewhere = tmp_path / "client-data"
+    before = _tree(data_root)
+
+    done = subprocess.run([sys.executable, "-m", "app.cli", "run", "--repo", str(repo), "--url", reads_service.url,
+                           "--data-root", str(elsewhere), "--receive", "off", "Add a slugify function"],
+                          cwd=ROOT, text=True, capture_output=True, timeout=180)
+
+    assert done.returncode == ExitCode.REJECTED_REQUEST, done.stdout + done.stderr
+    assert "does not exist under DATA_ROOT" in done.stderr and str(data_root.resolve()) in done.stderr
+    assert f"this client placed the workspace at {elsewhere.resolve()}/cli/slugify-" in done.stderr
+    assert "is --data-root (or DATA_ROOT) the service's DATA_ROOT?" in done.stderr
+    assert not list(data_root.glob("cli/slugify-*")) and _tree(data_root) == before and llm.requests == []
