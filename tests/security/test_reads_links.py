@@ -57,11 +57,15 @@ def project(data_root: Path) -> tuple[str, Path]:
     return rel, repo
 
 
-def assert_nowhere(secret: str, *, llm: Any, kotlin: Any, events: Any, service: ServiceProcess) -> None:
+def assert_nowhere(secret: str, *, api: httpx.Client, thread_id: str, llm: Any, kotlin: Any, events: Any,
+                   service: ServiceProcess) -> None:
     prompts = [request.text for request in llm.requests]
     assert prompts and not [p for p in prompts if secret in p], "the secret reached the LLM"
     assert secret not in json.dumps(events, ensure_ascii=False), "the secret reached the events"
-    assert secret not in json.dumps(kotlin.statuses + kotlin.progress, ensure_ascii=False)
+    assert secret not in json.dumps(kotlin.statuses + kotlin.progress, ensure_ascii=False), "… the pushes"
+    for view in (f"/runs/{thread_id}", f"/runs/{thread_id}/diff", f"/status/{thread_id}"):
+        shown = api.get(view)
+        assert shown.status_code == 200 and secret not in shown.text, f"the secret reached {view}"
     assert secret not in service.log_path.read_text(errors="replace"), "the secret reached the log"
 
 
@@ -91,7 +95,8 @@ def test_a_changed_file_and_an_importer_linked_to_a_secret_are_not_read(
     integrity = [check for check in checks if check["name"] == "integrity"]
     assert integrity and integrity[0]["status"] == "failed", checks
     assert "check_calc.py is a symbolic link" in integrity[0]["message"] and "not read" in integrity[0]["message"]
-    assert_nowhere(SECRET, llm=llm, kotlin=kotlin, events=events, service=reads_service)
+    assert_nowhere(SECRET, api=api, thread_id=thread_id, llm=llm, kotlin=kotlin, events=events,
+                   service=reads_service)
     api.post(f"/cancel/{thread_id}")
 
 
@@ -127,7 +132,8 @@ def test_a_design_document_swapped_for_a_link_is_not_sent_to_the_llm(
 
     revision = next(r for r in llm.requests if r.matched == "design-2").last_user
     assert "is a symbolic link or not a regular file now; it was not read" in revision
-    assert_nowhere(SECRET, llm=llm, kotlin=kotlin, events=events, service=reads_service)
+    assert_nowhere(SECRET, api=api, thread_id=thread_id, llm=llm, kotlin=kotlin, events=events,
+                   service=reads_service)
     assert not document.is_symlink() and "Notes in SQLite." in document.read_text()  # written anew, in place
     assert secret.read_text() == f"# prod\ntoken = {SECRET}\n"
     api.post(f"/cancel/{thread_id}")
