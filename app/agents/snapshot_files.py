@@ -10,9 +10,13 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from app.agents import confinement
 from app.agents.snapshot_git import OBJECT_ID, SnapshotError
 
 log = logging.getLogger(__name__)
+
+#: A record holds one tree id (40 or 64 hex digits) and a newline.
+MAX_KEY_BYTES = 128
 
 
 def delete_added(workspace: Path, paths: Iterable[str]) -> list[str]:
@@ -61,14 +65,16 @@ def inside(root: Path, path: Path) -> bool:
 
 
 def read_key(path: Path) -> str | None:
-    if path.is_symlink():
-        raise SnapshotError(f"snapshot record {path} is a symlink; not followed")
+    """The tree id recorded at `path`. The record lives in a git dir an agent may have written: a
+    symlink standing there is not followed (SnapshotError, nothing of its target read or quoted)."""
     try:
-        text = path.read_text(encoding="ascii").strip()
+        text = confinement.read_inside(path.parent, path.name, max_bytes=MAX_KEY_BYTES).decode("ascii").strip()
     except FileNotFoundError:
         return None
+    except confinement.UnsafeReadError as exc:
+        raise SnapshotError(f"snapshot record {path} was not read: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise SnapshotError(f"snapshot record {path} is unreadable: {exc}") from exc
+        raise SnapshotError(f"snapshot record {path} is unreadable: {type(exc).__name__}") from None
     if not OBJECT_ID.fullmatch(text):
         raise SnapshotError(f"snapshot record {path} holds {text[:80]!r}, not a tree id")
     return text

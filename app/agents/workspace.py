@@ -40,6 +40,11 @@ class WorkspaceError(ValueError):
     """A workspace path that escapes DATA_ROOT, or a workspace that cannot be prepared."""
 
 
+class WorkspaceMissingError(WorkspaceError):
+    """The workspace directory is not there (a wrong DATA_ROOT or path, or removed since): the
+    service never creates one in its place, so no agent works on an empty directory."""
+
+
 class ResultFileError(RuntimeError):
     """The agent left no valid `.jervis/result.json`."""
 
@@ -106,6 +111,24 @@ class WorkspaceManager:
             raise WorkspaceError("workspace_path escapes DATA_ROOT (symlink?)")
         return resolved
 
+    def require(self, workspace: Path) -> Path:
+        """`workspace` when it is a directory; else WorkspaceMissingError naming it and DATA_ROOT.
+        Nothing is created: an agent started on an empty directory would write a project from
+        nothing, and git would have nothing to commit to."""
+        try:
+            if workspace.is_dir():
+                return workspace
+            state = "is not a directory" if os.path.lexists(workspace) else "does not exist"
+        except OSError as exc:  # a name too long to look up, a permission
+            state = f"cannot be opened ({exc.strerror})"
+        shown = workspace.relative_to(self.root) if workspace.is_relative_to(self.root) else workspace
+        raise WorkspaceMissingError(f"the workspace {shown} {state} under DATA_ROOT ({self.root}); "
+                                    "nothing was created in its place")
+
+    def existing(self, workspace_path: str) -> Path:
+        """`resolve` for a workspace that must be there (WorkspaceMissingError otherwise)."""
+        return self.require(self.resolve(workspace_path))
+
     async def check_links(self, workspace: Path) -> None:
         """Refuse a workspace with a symlink whose target resolves outside it (UnsafeWorkspaceError):
         an agent writing through it would write outside the workspace, into another client's
@@ -133,8 +156,9 @@ class WorkspaceManager:
 
     def prepare(self, workspace: Path, brief: StepBrief) -> Path:
         """Write `.jervis/` and the agent's own files; a stale result of an earlier step goes.
-        Nothing is written through a symlink that leaves the workspace (WorkspaceEscapeError)."""
-        workspace.mkdir(parents=True, exist_ok=True)
+        Nothing is written through a symlink that leaves the workspace (WorkspaceEscapeError), and
+        a workspace that is not there is not created (WorkspaceMissingError)."""
+        self.require(workspace)
         jervis = confinement.own_dir(workspace, JERVIS_DIR)
         (jervis / RESULT_FILE).unlink(missing_ok=True)  # in our own real directory: a link goes, not its target
         created = self._agent_files(workspace, brief)

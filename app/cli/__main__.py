@@ -209,7 +209,7 @@ def run(repo: Path, request: tuple[str, ...], url: str, data_root: Path | None, 
                 stack.callback(receiver.stop)
             except PortTakenError:
                 renderer.warn("status pushes: port taken, polling /status instead")
-        started = _start(client, body, wait_busy, renderer)
+        started = _start(client, body, wait_busy, renderer, placed=placed.path)
         if receiver is not None:
             receiver.thread_id = started.thread_id
         if not quiet:
@@ -252,8 +252,11 @@ def _address(text: str) -> tuple[str, int]:
         raise click.BadParameter(str(exc), param_hint="--receive") from exc
 
 
-def _start(client: ServiceClient, body: dict[str, Any], wait_busy: float, renderer: Renderer) -> StreamStartResponse:
-    """POST /orchestrate/stream; 429 is retried every 15 s (as Kotlin does) while --wait-busy lasts."""
+def _start(client: ServiceClient, body: dict[str, Any], wait_busy: float, renderer: Renderer, *,
+           placed: Path) -> StreamStartResponse:
+    """POST /orchestrate/stream; 429 is retried every 15 s (as Kotlin does) while --wait-busy lasts.
+    A workspace the service does not find (422) is where this client placed it under another
+    DATA_ROOT than the service's: the refusal says so (the service creates no workspace)."""
     deadline = time.monotonic() + wait_busy
     while True:
         try:
@@ -270,7 +273,9 @@ def _start(client: ServiceClient, body: dict[str, Any], wait_busy: float, render
             except KeyboardInterrupt:
                 fail("interrupted before the run started", ExitCode.DETACHED)
         except RequestRefusedError as exc:
-            fail(f"the service refused the request: {exc.detail}", ExitCode.REJECTED_REQUEST)
+            hint = (f"\nthis client placed the workspace at {placed}: is --data-root (or DATA_ROOT) the "
+                    f"service's DATA_ROOT?" if "under DATA_ROOT" in exc.detail else "")
+            fail(f"the service refused the request: {exc.detail}{hint}", ExitCode.REJECTED_REQUEST)
         except ServiceUnreachableError as exc:
             fail(str(exc), ExitCode.UNREACHABLE)
         except ServiceError as exc:

@@ -39,6 +39,7 @@ from app.persistence.redacting_serde import redact_tree
 from app.persistence.runs import RunRecord, RunStore
 from app.runs.active import ActiveRun, Problem, cancelled, cancelled_leaving, cloud_rejected
 from app.runs.admission import Admission, Slot
+from app.runs.dispatch_workspace import check_workspace
 from app.runs.ending import RunEnding
 from app.runs.errors import RunBusyError, RunConflictError, RunNotFoundError
 from app.runs.events import EventHub
@@ -111,7 +112,7 @@ class RunManager:
     # --- commands --------------------------------------------------------------------------
 
     async def start(self, request: OrchestrateRequest) -> ActiveRun:
-        self._workspaces.resolve(request.workspace_path)  # WorkspaceError → 422 before admission
+        check_workspace(self._workspaces, request)  # WorkspaceError → 422 before admission
         thread_id = new_thread_id(request.task_id)
         slot = await self._admission.admit(thread_id)
         run = ActiveRun(RunIdentity(thread_id, request.task_id, request.client_id))

@@ -98,6 +98,14 @@ class OrchestrateRequest(_Inbound):
     chat_history: ChatHistoryPayload | None = None
     budget: RequestBudget | None = None
     """Not sent by Kotlin today: per-run limits that override the service's defaults."""
+    new_project: bool = False
+    """Not sent by Kotlin: the request starts a new project, so a `workspace_path` that is not there
+    yet is created empty at dispatch. Without it a missing workspace is refused (422)."""
+
+    @field_validator("new_project", mode="before")
+    @classmethod
+    def _new_project(cls, value: Any) -> Any:
+        return _null_to_default(value, False)
 
     @field_validator("agent_preference", mode="before")
     @classmethod

@@ -49,6 +49,8 @@ class Texts:
     check_sentence_file: str
     check_placeholder_file: str
     check_tests_changed: str
+    check_not_read: str
+    """A changed file the agent left as a link: not read (path)."""
     check_syntax: str
     check_lost_definitions: str
     check_broken_import: str

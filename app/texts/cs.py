@@ -41,6 +41,8 @@ CS = Texts(
                             "Změnu zapiš do souboru, kterého se krok týká."),
     check_tests_changed=("Krok změnil testy, které měnit neměl: {files}. Testy se nemění, aby prošly; "
                          "uprav kód tak, aby testy prošly beze změny."),
+    check_not_read=("{path} je teď symbolický odkaz (nebo ne obyčejný soubor): odkazy, které vytvořil agent, služba "
+                    "nenásleduje, takže ho nečetla. Zapiš tam soubor samotný."),
     check_syntax="{path} po změně nejde přeložit (řádek {line}: {error}). Oprav syntaxi.",
     check_lost_definitions="Z {path} zmizelo {names}, což krok nežádal. "
                            "Zachovej původní obsah a jen přidej nebo uprav, co krok žádá.",

@@ -43,6 +43,8 @@ EN = Texts(
                             "Write the change into the file the step is about."),
     check_tests_changed=("The step changed tests it was not asked to change: {files}. Tests are not edited "
                          "to pass; change the code so that they pass unchanged."),
+    check_not_read=("{path} is a symbolic link (or not a regular file) now: the service does not follow links an "
+                    "agent made, so it was not read. Write the file itself there."),
     check_syntax="{path} no longer parses (line {line}: {error}). Fix the syntax.",
     check_lost_definitions="{path} lost {names}, which the step did not ask for. "
                            "Keep the file's content and only add or change what the step asks.",

@@ -1,10 +1,13 @@
 """File access for detection that never raises and never blocks: an unreadable, odd or huge file is
-simply no signal."""
+simply no signal, and neither is a symlink in place of a file that is read (an agent's link to a
+file the sandbox hid gives its content to nobody)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +33,8 @@ def is_dir(path: Path) -> bool:
 
 def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes | None:
     """At most `limit` bytes of a regular file, or None when it cannot be read or is larger."""
-    if not is_file(path):
-        return None
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError:
-        return None
-    return None if len(data) > limit else data
+    data = _read_regular(path, limit + 1)
+    return None if data is None or len(data) > limit else data
 
 
 def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str | None:
@@ -48,11 +45,20 @@ def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str | None:
 
 def read_head(path: Path, limit: int) -> str | None:
     """The first `limit` bytes of a regular file as text, however long the file is."""
-    if not is_file(path):
+    data = _read_regular(path, limit)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """Up to `limit` bytes of `path` when it is a regular file itself: a symlink there (the
+    workspace is the agents') is not followed, a FIFO cannot block (`O_NONBLOCK`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
         return None
     try:
-        with path.open("rb") as handle:
-            return handle.read(limit).decode("utf-8", errors="replace")
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read(limit) if stat.S_ISREG(os.fstat(handle.fileno()).st_mode) else None
     except OSError:
         return None
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.graph import verification
-from app.graph.rules import integrity, request_scope, step_changes
+from app.graph.rules import agent_files, integrity, request_scope, step_changes
 from app.graph.rules.test_plan import command_for
 from app.graph.run_state import NodeRuntime, current_goal, current_step, current_thread_id, emit, run_language, task_of
 from app.graph.state import OrchestratorState
@@ -89,7 +89,7 @@ async def evaluate(state: OrchestratorState, runtime: NodeRuntime) -> dict[str, 
     if code_changed and all(c.status == CheckStatus.PASSED for c in checks):
         step = CodingStep.model_validate(current_step(state))
         task = task_of(state)
-        workspace = ctx.workspaces.resolve(task["workspace_path"])
+        workspace = ctx.workspaces.existing(task["workspace_path"])
         checks.append(await _integrity(state, runtime, step, workspace, last, t))
         if rules.get("require_tests") and checks[-1].status == CheckStatus.PASSED:
             checks.append(await _tests(state, runtime, step, workspace, t, warnings, timing))
@@ -122,18 +122,22 @@ async def _revert_forbidden(runtime: NodeRuntime, task: TaskDict, base: str | No
 
 async def _integrity(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep, workspace: Path,
                      last: StepResultDict, t: Texts) -> EvaluationCheck:
-    """Files still whole: no lost definitions, Python that parses, no sentence-named files."""
+    """Files still whole: no lost definitions, Python that parses, no sentence-named files. A
+    changed file the agent left as a symlink (or as anything but a regular file) is not read
+    (`agent_files`): the check fails saying so, and nothing of its target is used."""
     base = last.get("base_tree")
-    files = []
+    files, unread = [], []
     for path in filter(integrity.judged, last.get("changed_files", [])):  # the rest cannot fail it: not read
-        current = workspace / path
-        readable = current.is_file() and current.stat().st_size <= integrity.MAX_BYTES
-        after = current.read_text(errors="replace") if readable else None
+        now = agent_files.read(workspace, path, max_bytes=integrity.MAX_BYTES)
+        if now.refused:
+            log.warning("changed file not read: %s", now.refused)
+            unread.append(t.check_not_read.format(path=path))
+            continue
         files.append(integrity.ChangedFile(path, await step_changes.base_content(runtime.context.snapshots,
-                                                                                  workspace, base, path), after))
+                                                                                  workspace, base, path), now.text))
     goal = current_goal(state)
     asked = "\n".join((step.instructions, goal["title"], goal.get("description", ""), task_of(state)["query"]))
-    found = integrity.problems(files, asked, step.files, t)
+    found = unread + integrity.problems(files, asked, step.files, t)
     if not found:  # whole files, but does the code still import? (no tests needed to see that)
         importers = await asyncio.to_thread(request_scope.importers_of, workspace, [f.path for f in files])
         found = integrity.broken_imports(files, importers, t)

@@ -183,7 +183,7 @@ async def git_operations(state: OrchestratorState, runtime: NodeRuntime) -> dict
     if not branch_allowed(branch, rules):
         return {"artifacts": files, "git_outcome": "branch_not_allowed",
                 "error": t.git_branch_not_allowed.format(branch=branch, allowed=rules.get("allowed_branches"))}
-    workspace = ctx.workspaces.resolve(task["workspace_path"])
+    workspace = ctx.workspaces.existing(task["workspace_path"])  # gone since the step: the run ends, naming it
     if not (workspace / ".git").exists():
         return {"artifacts": files, "git_outcome": "not_a_repo"}
     updates: dict[str, Any] = {"commit_approval": None}

@@ -45,7 +45,7 @@ def goal_runner(goal_graph: Pregel[Any, Any, Any, Any]) -> Node:
         relative = worktree_path(task["workspace_path"], thread, index)
         record: dict[str, Any] = {"wave": wave["number"], "goal_id": goal["id"], "tree": None, "summary": None}
         try:
-            main = ctx.workspaces.resolve(task["workspace_path"])
+            main = ctx.workspaces.existing(task["workspace_path"])  # gone: the run ends (WorkspaceError)
             path = ctx.workspaces.resolve(relative)
             await ctx.worktrees.create(main, path, goal_branch(thread, index), wave["base_commit"])
         except (SnapshotError, OSError) as exc:

@@ -10,16 +10,25 @@ and it is committed with the work (its own commit first).
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from pathlib import Path
 
 from app.agents import confinement
+from app.graph.rules import agent_files
 from app.schemas.domain import DesignPlan
+
+log = logging.getLogger(__name__)
 
 PLACES = ("docs/design", "doc/design", "docs/adr", "docs/decisions", "design")
 DEFAULT_PLACE = "docs/design"
 EARLIER_CHARS = 3000
+#: The largest earlier document read at all (a rendered design is a few KiB).
+MAX_DOCUMENT_BYTES = 256 * 1024
+#: What the revision prompt gets instead of a document that is a symlink (or not a regular file).
+NOT_READ = ("(The earlier document {path} is a symbolic link or not a regular file now; it was not read. "
+            "Write the design anew.)")
 
 
 def slug(text: str, *, words: int = 6, limit: int = 48) -> str:
@@ -66,11 +75,14 @@ def write(workspace: Path, path: str, text: str) -> None:
 
 
 def read(workspace: Path, path: str) -> str:
-    """The document as it is now (the earlier design a revision starts from), bounded."""
-    try:
-        return (workspace / path).read_text(encoding="utf-8")[:EARLIER_CHARS]
-    except OSError:
-        return ""
+    """The document as it is now (the earlier design a revision starts from), bounded. It is the
+    workspace's, and the LLM reads it: a symlink standing there (an agent's, a commit's) is not
+    followed, and the model is told the document was not read instead."""
+    document = agent_files.read(workspace, path, max_bytes=MAX_DOCUMENT_BYTES)
+    if document.refused:
+        log.warning("the earlier design document was not read: %s", document.refused)
+        return NOT_READ.format(path=path)
+    return (document.text or "")[:EARLIER_CHARS]
 
 
 def discard(workspace: Path, path: str) -> None:

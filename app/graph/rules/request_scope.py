@@ -5,6 +5,9 @@ Read from the request's words and the workspace's file names (a bounded walk, no
 run). Intake decides by it whether a request is certainly a code change, the planner whether one
 step will do, and every code step's first attempt is told which tests cover its files, so it is
 judged by them from the start instead of finding out from a failed test run.
+
+Files are read only through `agent_files` (the workspace is the agents'): a symlink is never
+followed, and a file behind one counts as neither a test nor an importer.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+from app.graph.rules import agent_files
 
 #: Directories no request is about (dependencies, caches, our own hand-over folder).
 SKIPPED_DIRS = frozenset({".git", ".jervis", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
@@ -134,7 +139,7 @@ def covering_tests(root: Path, files: Sequence[str], targets: Sequence[str], *, 
     if modules:
         wanted = {name for names in modules.values() for name in names}
         for test in [t for t in tests if t.endswith(".py") and t not in found][:MAX_TEST_FILES_READ]:
-            if _imports_any(root / test, wanted):
+            if _imports_any(root, test, wanted):
                 found.setdefault(test, None)
     return list(found)
 
@@ -180,25 +185,19 @@ def importers_of(root: Path, changed: Sequence[str]) -> dict[str, str]:
     for path in (p for p in list_files(root) if p.endswith(".py")):
         if len(sources) >= MAX_TEST_FILES_READ:
             break
-        try:
-            if (root / path).stat().st_size > MAX_TEST_BYTES:
-                continue
-            text = (root / path).read_text(errors="replace")
-        except OSError:
+        text = agent_files.read(root, path, max_bytes=MAX_TEST_BYTES).text
+        if text is None:  # a link (the agent's, or the repository's) is not followed: no importer
             continue
         if "import" in text and any(stem in text for stem in stems):
             sources[path] = text
     return sources
 
 
-def _imports_any(path: Path, modules: set[str]) -> bool:
-    """Whether the Python file at `path` imports one of `modules` (`import m`, `from m import …`,
-    `from pkg import m`)."""
-    try:
-        if path.stat().st_size > MAX_TEST_BYTES:
-            return False
-        text = path.read_text(errors="replace")
-    except OSError:
+def _imports_any(root: Path, path: str, modules: set[str]) -> bool:
+    """Whether the Python file `root/path` imports one of `modules` (`import m`, `from m import …`,
+    `from pkg import m`); a symlink there is not followed (it imports nothing)."""
+    text = agent_files.read(root, path, max_bytes=MAX_TEST_BYTES).text
+    if text is None:
         return False
     for match in _IMPORT.finditer(text):
         if match.group("from"):

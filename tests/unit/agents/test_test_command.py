@@ -592,3 +592,14 @@ def test_build_file_that_is_a_bad_symlink_is_no_signal(tmp_path: Path, target: s
 def test_tests_entry_that_is_a_file_is_no_signal(tmp_path: Path) -> None:
     write(tmp_path, "tests", "test_x.py\n")
     assert detect_test_command(tmp_path) is None
+
+
+def test_a_build_file_that_is_a_symlink_is_not_read(tmp_path: Path) -> None:
+    """An agent's link in place of package.json (to a file the sandbox hid) gives no command: the
+    service would otherwise read the target outside the sandbox."""
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"name": "x", "scripts": {"test": "jest --ci"}}))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "package.json").symlink_to(outside)
+    assert detected(workspace) is None

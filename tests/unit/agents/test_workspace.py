@@ -16,6 +16,7 @@ from app.agents.workspace import (
     StepBrief,
     WorkspaceError,
     WorkspaceManager,
+    WorkspaceMissingError,
 )
 from tests.support import git, make_git_repo
 
@@ -33,6 +34,8 @@ def manager(root: Path) -> WorkspaceManager:
 
 
 def prepare(manager: WorkspaceManager, workspace: Path, **overrides: object) -> Path:
+    """The hand-over into `workspace`, created first as a clone would be (prepare creates none)."""
+    workspace.mkdir(parents=True, exist_ok=True)
     args = {"agent_type": "command", "instructions": "# Do it\n", "task": {"id": "t1", "client_id": "c1"},
             "kb_context": "## KB\n- fact", "environment": ENVIRONMENT, "kb_env": KB_ENV} | overrides
     return manager.prepare(workspace, StepBrief(**args))  # type: ignore[arg-type]
@@ -264,3 +267,19 @@ def test_cleanup_removes_what_the_step_added_and_nothing_else(manager: Workspace
     assert not (repo / ".aider.conf.yml").exists() and not (repo / ".aider.input.history").exists()
     assert (repo / ".aider.chat.history.md").read_text() == "the user's own history"
     assert (repo / "feature.py").read_text() == "work" and not (repo / ".jervis").exists()
+
+
+def test_prepare_refuses_a_workspace_that_is_not_there_and_creates_nothing(manager: WorkspaceManager,
+                                                                            root: Path) -> None:
+    missing = root / "clients" / "c1" / "gone"
+    with pytest.raises(WorkspaceMissingError, match=r"clients/c1/gone does not exist under DATA_ROOT \(.*\)"):
+        manager.prepare(missing, StepBrief(agent_type="command", instructions="x", task={"id": "t1"}))
+    assert not (root / "clients").exists()
+
+
+def test_existing_names_a_file_standing_where_the_workspace_should_be(manager: WorkspaceManager, root: Path) -> None:
+    (root / "ws").write_text("not a directory")
+    with pytest.raises(WorkspaceMissingError, match="ws is not a directory under DATA_ROOT"):
+        manager.existing("ws")
+    (root / "real").mkdir()
+    assert manager.existing("real") == root.resolve() / "real"

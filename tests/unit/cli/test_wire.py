@@ -38,7 +38,7 @@ def test_request_body_has_every_kotlin_field_in_order_with_explicit_nulls() -> N
     assert {k: sent[k] for k in ("client_name", "environment", "jervis_project_id", "chat_history")} == {
         "client_name": None, "environment": None, "jervis_project_id": None, "chat_history": None}
     assert (sent["project_id"], sent["project_name"], sent["agent_preference"]) == ("webshop", "webshop", "auto")
-    assert OrchestrateRequest.model_validate(sent).model_dump(exclude={"budget"}) == sent
+    assert OrchestrateRequest.model_validate(sent).model_dump(exclude={"budget", "new_project"}) == sent
 
 
 def test_rule_flags_override_kotlin_defaults_and_a_branch_prefix_stays_allowed() -> None:
