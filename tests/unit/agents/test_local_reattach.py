@@ -22,7 +22,7 @@ from app.agents.base import AgentJob, AgentResult
 from app.agents.control import AgentControl, use_control
 from app.agents.job_spec import job_name, step_label
 from app.agents.local import LocalRunner
-from app.agents.local_process import RUNS_DIR, ProcessRecord, runs_dir
+from app.agents.local_process import LOG_FILE, RECORD_FILE, ProcessRecord, runs_dir
 from app.agents.log_lines import LogFollower
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
@@ -80,6 +80,11 @@ async def run_then_suspend(runner: LocalRunner, job: AgentJob, prepare: Preparat
     return pids
 
 
+def no_run_state(manager: WorkspaceManager, workspace: Path) -> bool:
+    """Record, log and exit status are gone from the service's folder, and none is in the workspace."""
+    return not any(runs_dir(manager.root).iterdir()) and not (workspace / ".jervis" / "runs").exists()
+
+
 async def until(probe: Callable[[], object], what: str, timeout: float = 10) -> None:
     deadline = time.monotonic() + timeout
     while not probe():
@@ -102,7 +107,7 @@ async def test_a_new_runner_reattaches_to_the_agent_a_suspended_run_left_running
     assert (result.success, result.exit_code, result.changed_files) == (True, 0, ["a.py"])
     assert "sleeping 1.5s" in lines and "wrote a.py" in lines  # replayed, then followed
     assert result.log_tail.splitlines() == lines
-    assert not (repo / RUNS_DIR).exists()  # record, log and exit status go once judged
+    assert no_run_state(manager, repo)  # record, log and exit status go once judged
     assert agent_pids(repo) == []
 
 
@@ -118,7 +123,7 @@ async def test_an_agent_that_ended_unwatched_is_judged_without_running_it_again(
     assert adopted.calls == 0 and starts.read_text().splitlines() == ["started"]
     assert (result.success, result.exit_code) == (False, 0) and "tests do not pass" in result.summary
     assert "wrote a.py" in result.log_tail
-    assert not (repo / RUNS_DIR).exists()
+    assert no_run_state(manager, repo)
 
 
 async def test_a_record_of_a_dead_or_reused_pid_starts_the_agent_afresh(
@@ -128,11 +133,12 @@ async def test_a_record_of_a_dead_or_reused_pid_starts_the_agent_afresh(
     stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)  # noqa: ASYNC220 (returns at once)
     try:
         job = step_job(repo)
-        directory = runs_dir(repo)
-        (directory / f"{job_name(job)}.log").write_text("output of a process that died with the machine\n")
-        (directory / f"{job_name(job)}.json").write_text(ProcessRecord(
-            job_name=job_name(job), thread_id=job.thread_id, step=step_label(job), pid=stranger.pid, start_ticks=1,
-            boot_id="an earlier boot", started_at=time.time() - 5, log_path=str(directory / f"{job_name(job)}.log"),
+        directory = runs_dir(manager.root) / job_name(job)
+        directory.mkdir()
+        (directory / LOG_FILE).write_text("output of a process that died with the machine\n")
+        (directory / RECORD_FILE).write_text(ProcessRecord(
+            job_name=job_name(job), thread_id=job.thread_id, step=step_label(job), workspace=str(repo),
+            pid=stranger.pid, start_ticks=1, boot_id="an earlier boot", started_at=time.time() - 5,
         ).model_dump_json())
         prepare = Preparation(manager, repo, file_block("a.py", "a = 1"))
         lines: list[str] = []
@@ -143,7 +149,7 @@ async def test_a_record_of_a_dead_or_reused_pid_starts_the_agent_afresh(
         assert result.success and result.changed_files == ["a.py"]
         assert not any("died with the machine" in line for line in lines)
         assert stranger.poll() is None  # the stranger holding the pid was left alone
-        assert not (repo / RUNS_DIR).exists()
+        assert no_run_state(manager, repo)
     finally:
         stranger.kill()
         stranger.wait()
@@ -163,7 +169,7 @@ async def test_cancelling_a_reattached_agent_kills_its_whole_group(manager: Work
         await adopted
 
     assert not any(alive(pid) for pid in pids) and agent_pids(repo) == []
-    assert not (repo / RUNS_DIR).exists()
+    assert no_run_state(manager, repo)
     await asyncio.sleep(1.3)  # past the moment the agent would have written the file
     assert not (repo / "late.txt").exists()
 
@@ -179,7 +185,7 @@ async def test_an_earlier_attempt_left_running_is_stopped_before_the_next_attemp
     assert second.calls == 1 and starts.read_text().splitlines() == ["started", "started"]
     assert not any(alive(pid) for pid in pids)
     assert result.success and result.changed_files == ["a.py"] and not (repo / "late.txt").exists()
-    assert not (repo / RUNS_DIR).exists()
+    assert no_run_state(manager, repo)
 
 
 async def test_a_reattached_agent_times_out_by_its_start_not_by_the_reattach(
@@ -198,8 +204,8 @@ async def test_a_reattached_agent_times_out_by_its_start_not_by_the_reattach(
 
 def test_a_log_past_its_cap_is_emptied_once_read_and_followed_on(tmp_path: Path) -> None:
     path = tmp_path / "agent.log"
-    with path.open("ab", buffering=0) as agent:  # the agent's side: O_APPEND, as the runner opens it
-        follower = LogFollower(path, max_bytes=100)
+    with path.open("ab", buffering=0) as agent, LogFollower.open(path, max_bytes=100) as follower:
+        # the agent's side: O_APPEND, as the runner opens it
         agent.write(b"x" * 120 + b"\nfirst\n")
         assert follower.read() == ["x" * 120, "first"]
         assert path.stat().st_size == 0
