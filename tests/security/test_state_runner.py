@@ -197,15 +197,3 @@ async def test_a_planted_record_in_the_workspace_is_not_the_runners_state(tmp_pa
     assert "wrote real.py" in lines and not any(SECRET in line for line in lines)
     assert secret.read_text() == SECRET + "\n"
 
-
-def test_the_service_folder_of_agent_runs_is_not_a_link(tmp_path: Path, data: Path) -> None:
-    """A `DATA_ROOT/.orchestrator` that is a symlink (made while an agent ran unconfined) is
-    refused, not followed: the runner writes its state nowhere else."""
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (data / ".orchestrator").symlink_to(elsewhere)
-    from app.agents.local_process import RunStateError, runs_dir
-
-    with pytest.raises(RunStateError):
-        runs_dir(data)
-    assert list(elsewhere.iterdir()) == []

@@ -10,6 +10,7 @@ throughout.
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 import subprocess
 import time
@@ -20,9 +21,10 @@ import pytest
 
 from app.agents.base import AgentJob, AgentResult
 from app.agents.control import AgentControl, use_control
+from app.agents.git_config_guard import GitConfigGuard
 from app.agents.job_spec import job_name, step_label
-from app.agents.local import LocalRunner
-from app.agents.local_process import LOG_FILE, RECORD_FILE, ProcessRecord, runs_dir
+from app.agents.local import GIT_CONFIG_NOTE, LocalRunner
+from app.agents.local_process import EXIT_FILE, LOG_FILE, RECORD_FILE, ProcessRecord, RunStateError, runs_dir
 from app.agents.log_lines import LogFollower
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
@@ -212,3 +214,58 @@ def test_a_log_past_its_cap_is_emptied_once_read_and_followed_on(tmp_path: Path)
         agent.write(b"second\nunfinished")
         assert follower.read() == ["second"]
         assert follower.finish() == ["unfinished"]
+
+
+async def test_a_suspended_agents_state_is_in_the_services_folder_not_the_workspace(
+        manager: WorkspaceManager, repo: Path, starts: Path) -> None:
+    prepare = Preparation(manager, repo, "@@SLEEP 1.5\n" + file_block("a.py", "a = 1"))
+    await run_then_suspend(counted_runner(manager, starts), step_job(repo), prepare, "sleeping 1.5")
+    folder = runs_dir(manager.root) / job_name(step_job(repo))
+
+    assert sorted(path.name for path in folder.iterdir()) == sorted([RECORD_FILE, LOG_FILE, GIT_CONFIG_NOTE])
+    assert "sleeping 1.5s" in (folder / LOG_FILE).read_text()
+    assert not (repo / ".jervis" / "runs").exists() and folder.stat().st_mode & 0o077 == 0
+    result = await counted_runner(manager, starts).run(step_job(repo), prepare=prepare)
+    assert result.success and not folder.exists()
+    assert EXIT_FILE not in {path.name for path in runs_dir(manager.root).iterdir()}
+
+
+async def test_a_reattached_agent_whose_recorded_git_configuration_is_lost_fails(
+        manager: WorkspaceManager, repo: Path, starts: Path) -> None:
+    prepare = Preparation(manager, repo, "@@SLEEP 1\n" + file_block("a.py", "a = 1"))
+    await run_then_suspend(counted_runner(manager, starts), step_job(repo), prepare, "sleeping 1")
+    (runs_dir(manager.root) / job_name(step_job(repo)) / GIT_CONFIG_NOTE).unlink()
+
+    result = await counted_runner(manager, starts).run(step_job(repo), prepare=prepare)
+
+    assert not result.success and "git configuration as it was before the agent cannot be checked" in result.summary
+
+
+def test_the_recorded_git_configuration_survives_its_serialisation(repo: Path) -> None:
+    guard = GitConfigGuard.record(repo)
+    restored = GitConfigGuard.from_json(guard.to_json())
+    assert restored.before == guard.before and any(content is None for content in guard.before.values())
+    with pytest.raises(ValueError, match="not a recorded git configuration"):
+        GitConfigGuard.from_json('["not", "a", "record"]')
+
+
+def test_the_follower_opens_no_link_and_no_fifo(tmp_path: Path) -> None:
+    target = tmp_path / "someone-elses.txt"
+    target.write_text("x" * 200)
+    (tmp_path / "link.log").symlink_to(target)
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):  # ELOOP: O_NOFOLLOW
+        LogFollower.open(tmp_path / "link.log", max_bytes=100)
+    os.mkfifo(tmp_path / "fifo.log")
+    with pytest.raises(OSError, match="not a regular file"):
+        LogFollower.open(tmp_path / "fifo.log")
+    assert target.read_text() == "x" * 200
+
+
+def test_the_runs_folder_is_the_services_own_and_never_a_link(tmp_path: Path) -> None:
+    (tmp_path / "data-root-a").mkdir()
+    folder = runs_dir(tmp_path / "data-root-a")
+    assert folder.is_dir() and folder.stat().st_mode & 0o777 == 0o700
+    (tmp_path / "data-root-b").mkdir()
+    (tmp_path / "data-root-b" / ".orchestrator").symlink_to(tmp_path / "data-root-a" / ".orchestrator")
+    with pytest.raises(RunStateError):
+        runs_dir(tmp_path / "data-root-b")
