@@ -29,6 +29,8 @@ from app.agents.snapshots import SnapshotError, WorkspaceSnapshots
 log = logging.getLogger(__name__)
 
 JERVIS_DIR = ".jervis"
+#: The service's own folder under DATA_ROOT (agent runs, tool caches, pod ids): never a workspace.
+SERVICE_DIR = ".orchestrator"
 RESULT_FILE = "result.json"
 MANIFEST_FILE = "manifest.json"
 #: Files agents create by themselves while they run (aider's history and caches).
@@ -109,6 +111,8 @@ class WorkspaceManager:
             raise WorkspaceError("workspace_path must name a directory below DATA_ROOT, not DATA_ROOT itself")
         if not resolved.is_relative_to(self.root):
             raise WorkspaceError("workspace_path escapes DATA_ROOT (symlink?)")
+        if resolved.relative_to(self.root).parts[0] == SERVICE_DIR:  # an agent there would write the runner's state
+            raise WorkspaceError(f"workspace_path must not lead into the service's own {SERVICE_DIR}/ under DATA_ROOT")
         return resolved
 
     async def check_links(self, workspace: Path) -> None:

@@ -22,7 +22,7 @@ import pytest
 from app.agents.base import AgentJob
 from app.agents.job_spec import job_name, step_label
 from app.agents.local import LocalRunner
-from app.agents.workspace import StepBrief, WorkspaceManager
+from app.agents.workspace import StepBrief, WorkspaceError, WorkspaceManager
 from app.config import Settings
 from tests.support import SCRIPTED_AGENT, file_block, make_git_repo
 
@@ -197,3 +197,15 @@ async def test_a_planted_record_in_the_workspace_is_not_the_runners_state(tmp_pa
     assert "wrote real.py" in lines and not any(SECRET in line for line in lines)
     assert secret.read_text() == SECRET + "\n"
 
+
+
+@pytest.mark.parametrize("path", [".orchestrator/agent-runs", ".orchestrator", "c1/into-the-service"])
+def test_a_workspace_path_into_the_services_folder_is_refused(data: Path, path: str) -> None:
+    """A client naming the service's own folder (or a link into it) as its workspace would have
+    the sandbox bind it writable: every agent's record, log and exit status."""
+    runs = data / ".orchestrator" / "agent-runs"
+    runs.mkdir(parents=True)
+    (data / "c1" / "into-the-service").symlink_to(runs)
+
+    with pytest.raises(WorkspaceError, match="service's own"):
+        WorkspaceManager(data).resolve(path)
