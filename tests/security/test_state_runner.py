@@ -209,3 +209,43 @@ def test_a_workspace_path_into_the_services_folder_is_refused(data: Path, path: 
 
     with pytest.raises(WorkspaceError, match="service's own"):
         WorkspaceManager(data).resolve(path)
+
+
+#: Lists what the sandbox shows of the service's folder and tries the runs folder by its path.
+PEEKING = r'''
+import json, os
+root = ROOT
+def listing(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError as exc:
+        return type(exc).__name__
+print("PEEK " + json.dumps({"service": listing(os.path.join(root, ".orchestrator")),
+                            "runs": listing(os.path.join(root, ".orchestrator", "agent-runs"))}), flush=True)
+'''
+
+
+@pytest.mark.parametrize("mode", ["agent", "test"])
+async def test_the_runs_folder_is_not_in_the_sandbox_even_beside_the_tool_cache(tmp_path: Path, data: Path,
+                                                                                mode: str) -> None:
+    """A test run gets its client's tool cache bound from `DATA_ROOT/.orchestrator/agent-tools/`;
+    nothing of the runs folder beside it. (Also so on main, where that folder did not exist.)"""
+    workspace = data / "c1" / "ws"
+    manager = WorkspaceManager(data)
+    # DATA_ROOT written into the script, not named on its command line (the sandbox reads back
+    # in whatever the command names).
+    peek = [sys.executable, str(script(tmp_path, "peek.py", PEEKING.replace("ROOT", repr(str(data)))))]
+    lines: list[str] = []
+
+    async def prepare() -> None:
+        manager.prepare(workspace, StepBrief(agent_type="command", instructions="peek", task={"id": "t1"},
+                                             test_plan={"command": peek, "timeout_seconds": 20}
+                                             if mode == "test" else None))
+
+    step = job(workspace).model_copy(update={"mode": mode})
+    await sandboxed(manager, tmp_path, peek).run(step, prepare=prepare, on_log=lines.append)
+
+    seen = json.loads(next(line for line in lines if line.startswith("PEEK ")).removeprefix("PEEK "))
+    assert seen == ({"service": ["agent-tools"], "runs": "FileNotFoundError"} if mode == "test"
+                    else {"service": "FileNotFoundError", "runs": "FileNotFoundError"})
+    assert (data / ".orchestrator" / "agent-runs").is_dir()  # there, outside the sandbox
