@@ -6,7 +6,11 @@ of git through `.git/info/exclude`, and removed after the step. A repository's o
 `CLAUDE.md` is respected and pointed to instead.
 
 Every write and deletion here stays inside the workspace (`app/agents/confinement.py`), and an
-agent never starts on a workspace whose symlinks lead out of it (`check_links`).
+agent never starts on a workspace whose symlinks lead out of it (`check_links`). What the agent
+hands back (`result.json`) and what the cleanup reads (`manifest.json`) are untrusted input, read
+without following a link (`confinement.read_inside`); a cleanup that cannot clean says so.
+Nothing in `.jervis/` is the runner's state: the local runner keeps its own outside every
+workspace (`local_process`), and a `.jervis/runs/` an agent made is removed with the rest.
 """
 
 from __future__ import annotations
