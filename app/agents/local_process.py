@@ -158,9 +158,16 @@ class AgentProcess:
                 names = sorted(entry.name for entry in listing if entry.is_dir(follow_symlinks=False))
         except FileNotFoundError:
             return []
-        found = [cls._load(runs, name) for name in names]
-        return [p for p in found if p is not None and p.record.thread_id == thread_id and p.record.step == step
-                and p.record.workspace == str(workspace)]
+        mine: list[AgentProcess] = []
+        for process in (cls._load(runs, name) for name in names):
+            if process is None:
+                continue
+            if (process.record.thread_id, process.record.step, process.record.workspace) == (
+                    thread_id, step, str(workspace)):
+                mine.append(process)
+            else:
+                process.close()  # another run's agent: not ours to hold a pidfd on
+        return mine
 
     @classmethod
     def _load(cls, runs: Path, name: str) -> AgentProcess | None:
