@@ -135,7 +135,9 @@ class LocalRunner:
 
     async def _retire_other_attempts(self, runs: Path, job: AgentJob, name: str) -> None:
         """No two attempts of one step run at once: an earlier one left running (its run was
-        suspended and then cancelled) is stopped before the next starts on the same workspace."""
+        suspended and then cancelled) is stopped before the next starts on the same workspace.
+        Folders of runs never resumed, whose agents ended long ago, go too (`AgentProcess.sweep`)."""
+        AgentProcess.sweep(runs)
         for other in AgentProcess.of_step(runs, job.workspace, job.thread_id, step_label(job)):
             if other.record.job_name == name:
                 other.close()

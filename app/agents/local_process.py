@@ -56,6 +56,9 @@ EXIT_FILE = "exit.json"
 #: A record, an exit status or a note is a few hundred bytes; anything larger is not ours.
 MAX_STATE_BYTES = 1024 * 1024
 EXIT_RECORDER = Path(__file__).resolve().with_name("exit_recorder.py")
+#: A job folder whose agent has ended is kept this long for a service that re-attaches to judge it;
+#: after that its run was never resumed (`AgentProcess.sweep`).
+FORGOTTEN_AFTER_SECONDS = 7 * 24 * 3600.0
 #: Seconds an agent gets between SIGTERM and SIGKILL (the entrypoint writes its result meanwhile).
 STOP_GRACE_SECONDS = 5.0
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -168,6 +171,28 @@ class AgentProcess:
             else:
                 process.close()  # another run's agent: not ours to hold a pidfd on
         return mine
+
+    @classmethod
+    def sweep(cls, runs: Path, *, older_than: float = FORGOTTEN_AFTER_SECONDS) -> list[str]:
+        """Remove the folders of agents that ended (or whose process is gone) more than
+        `older_than` seconds after they started: runs that were never resumed. Returns their names."""
+        try:
+            with os.scandir(runs) as listing:
+                names = sorted(entry.name for entry in listing if entry.is_dir(follow_symlinks=False))
+        except FileNotFoundError:
+            return []
+        swept = []
+        for process in (cls._load(runs, name) for name in names):
+            if process is None:
+                continue
+            if time.time() - process.record.started_at > older_than and not process.alive():
+                log.info("agent run %s ended long ago and was never judged: its folder removed",
+                         process.record.job_name)
+                process.remove()
+                swept.append(process.record.job_name)
+            else:
+                process.close()
+        return swept
 
     @classmethod
     def _load(cls, runs: Path, name: str) -> AgentProcess | None:

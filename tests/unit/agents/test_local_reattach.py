@@ -24,7 +24,15 @@ from app.agents.control import AgentControl, use_control
 from app.agents.git_config_guard import GitConfigGuard
 from app.agents.job_spec import job_name, step_label
 from app.agents.local import GIT_CONFIG_NOTE, LocalRunner
-from app.agents.local_process import EXIT_FILE, LOG_FILE, RECORD_FILE, ProcessRecord, RunStateError, runs_dir
+from app.agents.local_process import (
+    EXIT_FILE,
+    LOG_FILE,
+    RECORD_FILE,
+    AgentProcess,
+    ProcessRecord,
+    RunStateError,
+    runs_dir,
+)
 from app.agents.log_lines import LogFollower
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
@@ -269,3 +277,19 @@ def test_the_runs_folder_is_the_services_own_and_never_a_link(tmp_path: Path) ->
     (tmp_path / "data-root-b" / ".orchestrator").symlink_to(tmp_path / "data-root-a" / ".orchestrator")
     with pytest.raises(RunStateError):
         runs_dir(tmp_path / "data-root-b")
+
+
+def test_folders_of_runs_never_resumed_are_swept_once_their_agent_ended_long_ago(tmp_path: Path) -> None:
+    runs = runs_dir(tmp_path)
+    alive_pid = os.getpid()
+    stat = Path(f"/proc/{alive_pid}/stat").read_text().rsplit(")", 1)[1].split()
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    for name, pid, ticks, age in (("ended-long-ago", 4194303, 1, 8 * 86400), ("ended-lately", 4194303, 1, 3600),
+                                  ("still-running", alive_pid, int(stat[19]), 8 * 86400)):
+        (runs / name).mkdir()
+        (runs / name / RECORD_FILE).write_text(ProcessRecord(
+            job_name=name, thread_id="t", step="g0-s0-r0", workspace=str(tmp_path), pid=pid, start_ticks=ticks,
+            boot_id=boot, started_at=time.time() - age).model_dump_json())
+
+    assert AgentProcess.sweep(runs) == ["ended-long-ago"]
+    assert sorted(path.name for path in runs.iterdir()) == ["ended-lately", "still-running"]
