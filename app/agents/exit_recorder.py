@@ -2,8 +2,10 @@
 
 The local runner starts the agent entrypoint through this, so the agent's exit code survives
 the service: when the service dies mid-step, nobody is left to `wait()` for the agent, and the
-service that re-attaches reads the code from STATUS_FILE instead. Standard library only, run by
-path (not as part of the app package), so it starts in milliseconds.
+service that re-attaches reads the code from STATUS_FILE instead. It runs outside the agent's
+sandbox, and STATUS_FILE is in the job's folder of the service's own (`local_process`), which
+the sandbox hides: the agent can neither forge nor remove its exit code. Standard library only,
+run by path (not as part of the app package), so it starts in milliseconds.
 
 Signals: the runner stops an agent by signalling its whole process group, which includes the
 command itself; this process only notes the signal and outlives the command, so its exit status
@@ -22,9 +24,12 @@ from pathlib import Path
 
 
 def record(status_file: Path, exit_code: int) -> None:
-    """`{"exit_code": N, "ended_at": epoch}`, written atomically; N < 0: killed by signal -N."""
+    """`{"exit_code": N, "ended_at": epoch}`, written atomically; N < 0: killed by signal -N. The
+    temporary file is new (`O_EXCL`, never through a symlink), the service's own (0600)."""
     temporary = status_file.with_name(f".{status_file.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps({"exit_code": exit_code, "ended_at": time.time()}), encoding="utf-8")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps({"exit_code": exit_code, "ended_at": time.time()}))
     os.replace(temporary, status_file)
 
 

@@ -13,7 +13,9 @@ reported, and the service's git then refuses the repository.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -90,6 +92,21 @@ class GitConfigGuard:
                 _remove(path)
                 removed.append(_name(path))
         return removed
+
+    def to_json(self) -> str:
+        """What was recorded, for the runner's private state: a service that re-attaches to the
+        agent after a restart restores from it too (`from_json`)."""
+        return json.dumps({str(path): None if content is None else base64.b64encode(content).decode("ascii")
+                           for path, content in self.before.items()})
+
+    @classmethod
+    def from_json(cls, text: str) -> GitConfigGuard:
+        """`to_json`'s text back; ValueError when it is not that."""
+        data = json.loads(text)
+        if not isinstance(data, dict) or not all(isinstance(v, str | None) for v in data.values()):
+            raise ValueError("not a recorded git configuration")
+        return cls({Path(path): None if content is None else base64.b64decode(content, validate=True)
+                    for path, content in data.items()})
 
 
 def _put_back(path: Path, content: bytes | None) -> None:

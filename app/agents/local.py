@@ -6,7 +6,10 @@ drives for each type is `LocalAgents`' choice (the local Aider by default).
 
 Like a Job, the agent outlives the service (`local_process`): a service that restarts mid-step,
 or the pod that adopts a suspended run, finds the process by the job's name and re-attaches to
-it, or judges the result it left, instead of running the step again. A user's cancel and the
+it, or judges the result it left, instead of running the step again. The runner's state (record,
+log, exit code, the git configuration as it was before the agent) lives in the service's own
+folder under DATA_ROOT, which the agent cannot see, and the git configuration is checked and put
+back after a re-attached agent too. A user's cancel and the
 step's timeout stop it, and so does the progress watchdog (`stall`) when the agent neither prints
 nor changes the workspace for `AGENT_STALL_SECONDS`; a run suspended for shutdown or a lost lease
 leaves it running.
@@ -31,7 +34,7 @@ from app.agents.control import cancel_requested, should_detach
 from app.agents.git_config_guard import GitConfigGuard
 from app.agents.job_spec import job_name, step_label
 from app.agents.local_agents import AgentInstallError, LocalAgents, Resolved
-from app.agents.local_process import AgentProcess
+from app.agents.local_process import AgentProcess, runs_dir
 from app.agents.log_lines import LogFollower
 from app.agents.outcome import judge
 from app.agents.sandbox import AgentSandbox
@@ -47,6 +50,8 @@ TAIL_LINES = 60
 LOG_POLL_SECONDS = 0.25
 #: The entrypoint package; Python runs the folder (its `__main__.py`), as the agent images do.
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "agent-images" / "entrypoint" / "jervis_entrypoint"
+#: The job folder's note holding the git configuration recorded before the agent started.
+GIT_CONFIG_NOTE = "git-config.json"
 
 
 class LocalRunner:
@@ -68,14 +73,17 @@ class LocalRunner:
 
     async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
         name = job_name(job)
-        found = AgentProcess.find(job.workspace, name)
+        runs = runs_dir(self._workspaces.root)
+        found = AgentProcess.find(runs, name)
         if found is not None:
-            if found.alive():
-                log.info("re-attaching to agent %s (pid %d)", name, found.pid)
-                return await self._watch(found, job, on_log, replay=True)
-            if found.exit_code() is not None:
-                log.info("agent %s ended while no service watched it: judging its result", name)
-                return await self._watch(found, job, on_log, replay=True)
+            if found.alive() or found.exit_code() is not None:
+                if found.alive():
+                    log.info("re-attaching to agent %s (pid %d)", name, found.pid)
+                else:
+                    log.info("agent %s ended while no service watched it: judging its result", name)
+                guard, lost = _recorded_guard(found, job)
+                result = await self._guarded(found, job, on_log, guard, replay=True)
+                return _failed(result, lost) if lost is not None else result
             log.info("agent %s (pid %d) is gone without an exit status: starting it again", name, found.pid)
             found.kill_orphans()
             found.remove()
@@ -93,17 +101,13 @@ class LocalRunner:
                                               program=resolved.program if resolved else None)
         if confined.refusal is not None:
             return judge(self._workspaces, job, exit_code=None, log_tail=confined.refusal, failure=confined.refusal)
-        await self._retire_other_attempts(job, name)
+        await self._retire_other_attempts(runs, job, name)
         await prepare()
         guard = GitConfigGuard.record(job.workspace) if job.entrypoint_mode != "git" else None
-        process = AgentProcess.launch(job.workspace, name, confined.argv, confined.env,
-                                      thread_id=job.thread_id, step=step_label(job))
-        result = await self._watch(process, job, on_log, replay=False)
-        if guard is not None and (changed := guard.restore_changed()):
-            log.warning("agent %s changed %s: put back", name, ", ".join(changed))
-            result = result.model_copy(update={"success": False, "summary": (
-                f"The agent changed the repository's git configuration ({', '.join(changed)}); it was put back "
-                "(git runs outside the sandbox and must not run programs an agent configured)")})
+        process = AgentProcess.launch(runs, name, job.workspace, confined.argv, confined.env,
+                                      thread_id=job.thread_id, step=step_label(job),
+                                      notes={GIT_CONFIG_NOTE: guard.to_json()} if guard is not None else None)
+        result = await self._guarded(process, job, on_log, guard, replay=False)
         if resolved is None:
             return result
         return result.model_copy(update={"program": resolved.program, "fallback": resolved.fallback})
@@ -111,10 +115,30 @@ class LocalRunner:
     def program(self, agent_type: str) -> str:
         return self.agents.program(agent_type)
 
-    async def _retire_other_attempts(self, job: AgentJob, name: str) -> None:
+    async def _guarded(self, process: AgentProcess, job: AgentJob, on_log: LogSink | None,
+                       guard: GitConfigGuard | None, *, replay: bool) -> AgentResult:
+        """`_watch`, then the git configuration as it was before the agent: a changed one is put
+        back and fails the step. Put back on a cancel too; a suspended run leaves it to the adopter."""
+        name = process.record.job_name
+        try:
+            result = await self._watch(process, job, on_log, replay=replay)
+        except BaseException:
+            if guard is not None and not should_detach() and (changed := guard.restore_changed()):
+                log.warning("agent %s changed %s: put back", name, ", ".join(changed))
+            raise
+        if guard is not None and (changed := guard.restore_changed()):
+            log.warning("agent %s changed %s: put back", name, ", ".join(changed))
+            return _failed(result, (
+                f"The agent changed the repository's git configuration ({', '.join(changed)}); it was put back "
+                "(git runs outside the sandbox and must not run programs an agent configured)"))
+        return result
+
+    async def _retire_other_attempts(self, runs: Path, job: AgentJob, name: str) -> None:
         """No two attempts of one step run at once: an earlier one left running (its run was
-        suspended and then cancelled) is stopped before the next starts on the same workspace."""
-        for other in AgentProcess.of_step(job.workspace, job.thread_id, step_label(job)):
+        suspended and then cancelled) is stopped before the next starts on the same workspace.
+        Folders of runs never resumed, whose agents ended long ago, go too (`AgentProcess.sweep`)."""
+        AgentProcess.sweep(runs)
+        for other in AgentProcess.of_step(runs, job.workspace, job.thread_id, step_label(job)):
             if other.record.job_name == name:
                 other.close()
                 continue
@@ -129,8 +153,12 @@ class LocalRunner:
     async def _watch(self, process: AgentProcess, job: AgentJob, on_log: LogSink | None, *,
                      replay: bool) -> AgentResult:
         """Follow the agent's log until it ends (or its time is up, or it stalls), then judge its result."""
+        with LogFollower.open(process.log_file) as follower:
+            return await self._follow(process, follower, job, on_log, replay=replay)
+
+    async def _follow(self, process: AgentProcess, follower: LogFollower, job: AgentJob, on_log: LogSink | None, *,
+                      replay: bool) -> AgentResult:
         name = process.record.job_name
-        follower = LogFollower(process.log_file)
         tail: deque[str] = deque(maxlen=TAIL_LINES)
 
         def emit(lines: list[str]) -> None:
@@ -184,6 +212,27 @@ class LocalRunner:
                        failure=failure)
         process.remove()
         return result
+
+
+def _recorded_guard(process: AgentProcess, job: AgentJob) -> tuple[GitConfigGuard | None, str | None]:
+    """The git configuration recorded when the agent was launched (None for a git step), or why
+    it cannot be checked: then the step fails, for an unchecked configuration may run anything."""
+    if job.entrypoint_mode == "git":
+        return None, None
+    try:
+        text = process.note(GIT_CONFIG_NOTE)
+        if text is not None:
+            return GitConfigGuard.from_json(text), None
+        problem = "it is missing"
+    except (OSError, ValueError) as exc:
+        problem = f"it is unreadable ({exc})"
+    log.error("agent %s: the git configuration recorded at its launch %s", process.record.job_name, problem)
+    return None, (f"The repository's git configuration as it was before the agent cannot be checked ({problem}): "
+                  "the step is not trusted")
+
+
+def _failed(result: AgentResult, reason: str) -> AgentResult:
+    return result.model_copy(update={"success": False, "summary": reason})
 
 
 def _progress_sink(on_log: LogSink | None) -> Callable[[str], None]:

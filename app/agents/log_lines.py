@@ -4,12 +4,17 @@ The local agent writes its output to a file (a pipe would die with the service, 
 `local_process`), which the runner reads as it grows. Output is untrusted in size: a line over
 asyncio's 64 KiB readline limit used to stop the reader, so lines are cut here with a note of what
 was dropped, and a log file past `MAX_LOG_BYTES` is emptied once it has been read.
+
+The follower works on one descriptor it opened itself (`LogFollower.open`: no symlink, a regular
+file only): it reads, sizes and empties that file and nothing else, so even a log path that were
+swapped for a link to someone else's file could not make it stream or truncate that file.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -61,15 +66,39 @@ class LineCutter:
 
 
 class LogFollower:
-    """Reads an agent's log file from an offset as the agent appends to it."""
+    """Reads an agent's log file from an offset as the agent appends to it, through its own descriptor."""
 
-    def __init__(self, path: Path, *, max_chars: int = MAX_LINE_CHARS, max_bytes: int = MAX_LOG_BYTES) -> None:
-        self.path = path
+    def __init__(self, fd: int, *, name: str = "agent log", max_chars: int = MAX_LINE_CHARS,
+                 max_bytes: int = MAX_LOG_BYTES) -> None:
+        self._fd: int | None = fd
+        self.name = name
         self._cutter = LineCutter(max_chars)
         self._max_bytes = max_bytes
         self._offset = 0
         self.received = 0
         """Bytes `read` has taken so far (a partial line too): the progress watchdog's sign of output."""
+
+    @classmethod
+    def open(cls, path: Path, *, max_chars: int = MAX_LINE_CHARS, max_bytes: int = MAX_LOG_BYTES) -> LogFollower:
+        """Follow the regular file `path` (created empty when missing). Read-write, since emptying
+        it is `ftruncate` on this descriptor; `O_NOFOLLOW`: a symlink there is an OSError
+        (ELOOP), never followed; anything but a regular file is refused (OSError)."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"{path} is not a regular file: not followed")
+        return cls(fd, name=path.name, max_chars=max_chars, max_bytes=max_bytes)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> LogFollower:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def replay(self, last: int) -> list[str]:
         """The last `last` lines already in the file (read from at most `REPLAY_BYTES` back); the
@@ -104,27 +133,30 @@ class LogFollower:
 
     def _truncate(self) -> None:
         """Bytes the agent writes between our last read and this call are lost; that is the price
-        of a bounded file the agent keeps appending to (it holds its descriptor with O_APPEND)."""
-        try:
-            os.truncate(self.path, 0)
-        except OSError as exc:
-            log.warning("could not empty the agent log %s: %s", self.path, exc)
+        of a bounded file the agent keeps appending to (it holds its descriptor with O_APPEND).
+        Only the file this follower opened is emptied, through its descriptor."""
+        if self._fd is None:
             return
-        log.info("agent log %s passed %d bytes: emptied after reading", self.path.name, self._max_bytes)
+        try:
+            os.ftruncate(self._fd, 0)
+        except OSError as exc:
+            log.warning("could not empty the agent log %s: %s", self.name, exc)
+            return
+        log.info("agent log %s passed %d bytes: emptied after reading", self.name, self._max_bytes)
         self._offset = 0
 
     def _size(self) -> int:
-        try:
-            return self.path.stat().st_size
-        except FileNotFoundError:
-            return 0
+        return 0 if self._fd is None else os.fstat(self._fd).st_size
 
     def _read(self, offset: int, length: int) -> bytes:
-        if length <= 0:
+        if length <= 0 or self._fd is None:
             return b""
-        try:
-            with self.path.open("rb") as handle:
-                handle.seek(offset)
-                return handle.read(length)
-        except FileNotFoundError:
-            return b""
+        chunks: list[bytes] = []
+        while length > 0:
+            chunk = os.pread(self._fd, min(length, READ_BYTES_PER_POLL), offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+            length -= len(chunk)
+        return b"".join(chunks)

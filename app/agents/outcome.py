@@ -35,3 +35,13 @@ def judge(workspaces: WorkspaceManager, job: AgentJob, *, exit_code: int | None,
         log_tail=(result.log_tail or log_tail) if job.mode == "test" else (log_tail or result.log_tail),
         test_outcome=result.test_outcome,
     )
+
+
+def uncleaned(result: AgentResult, problem: str | None) -> AgentResult:
+    """The step's result once its workspace was cleaned (`WorkspaceManager.cleanup`): a cleanup
+    that failed fails the step, saying what was left, whatever the agent reported; a test run's
+    own verdict goes with it."""
+    if problem is None:
+        return result
+    return result.model_copy(update={"success": False, "summary": f"{result.summary.rstrip('.')}. {problem}",
+                                     "unchanged": False, "test_outcome": None})

@@ -6,7 +6,11 @@ of git through `.git/info/exclude`, and removed after the step. A repository's o
 `CLAUDE.md` is respected and pointed to instead.
 
 Every write and deletion here stays inside the workspace (`app/agents/confinement.py`), and an
-agent never starts on a workspace whose symlinks lead out of it (`check_links`).
+agent never starts on a workspace whose symlinks lead out of it (`check_links`). What the agent
+hands back (`result.json`) and what the cleanup reads (`manifest.json`) are untrusted input, read
+without following a link (`confinement.read_inside`); a cleanup that cannot clean says so.
+Nothing in `.jervis/` is the runner's state: the local runner keeps its own outside every
+workspace (`local_process`), and a `.jervis/runs/` an agent made is removed with the rest.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,12 +33,18 @@ from app.agents.snapshots import SnapshotError, WorkspaceSnapshots
 log = logging.getLogger(__name__)
 
 JERVIS_DIR = ".jervis"
+#: The service's own folder under DATA_ROOT (agent runs, tool caches, pod ids): never a workspace.
+SERVICE_DIR = ".orchestrator"
 RESULT_FILE = "result.json"
 MANIFEST_FILE = "manifest.json"
 #: Files agents create by themselves while they run (aider's history and caches).
 AGENT_RUNTIME_FILES = (".aider.chat.history.md", ".aider.input.history", ".aider.tags.cache.v4")
 REPO_GUIDES = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
 KB_MCP_SERVER = "/opt/jervis/mcp/kb_server.py"
+#: `result.json` and `manifest.json` are a few kilobytes; a larger one is refused, not read.
+MAX_RESULT_BYTES = 1024 * 1024
+#: Paths named in the error of a cleanup that failed; the rest are counted.
+NAMED_PROBLEMS = 5
 
 
 class WorkspaceError(ValueError):
@@ -109,6 +120,8 @@ class WorkspaceManager:
             raise WorkspaceError("workspace_path must name a directory below DATA_ROOT, not DATA_ROOT itself")
         if not resolved.is_relative_to(self.root):
             raise WorkspaceError("workspace_path escapes DATA_ROOT (symlink?)")
+        if resolved.relative_to(self.root).parts[0] == SERVICE_DIR:  # an agent there would write the runner's state
+            raise WorkspaceError(f"workspace_path must not lead into the service's own {SERVICE_DIR}/ under DATA_ROOT")
         return resolved
 
     def require(self, workspace: Path) -> Path:
@@ -202,33 +215,49 @@ class WorkspaceManager:
         return created
 
     def read_result(self, workspace: Path) -> ResultFile:
-        path = workspace / JERVIS_DIR / RESULT_FILE
-        if path.parent.is_symlink() or path.is_symlink():  # the agent's pointer to some other file
-            raise ResultFileError(f"{JERVIS_DIR}/{RESULT_FILE} is a symlink, not the entrypoint's result")
+        """`.jervis/result.json`, untrusted input: read without following a link anywhere on the way,
+        a regular file of at most `MAX_RESULT_BYTES` (a FIFO there cannot block the service),
+        validated by `ResultFile`; ResultFileError otherwise."""
         try:
-            return ResultFile.model_validate_json(path.read_text(encoding="utf-8"))
+            data = confinement.read_inside(workspace, f"{JERVIS_DIR}/{RESULT_FILE}", max_bytes=MAX_RESULT_BYTES)
         except FileNotFoundError as exc:
             raise ResultFileError("agent wrote no .jervis/result.json") from exc
+        except confinement.UnsafeReadError as exc:
+            raise ResultFileError(f"{JERVIS_DIR}/{RESULT_FILE} not read: {exc}") from exc
+        except OSError as exc:
+            raise ResultFileError(f"{JERVIS_DIR}/{RESULT_FILE} unreadable: {exc}") from exc
+        try:
+            return ResultFile.model_validate_json(data)
         except (ValidationError, ValueError) as exc:
             raise ResultFileError(f"invalid .jervis/result.json: {exc}") from exc
 
-    def cleanup(self, workspace: Path) -> None:
-        """Remove exactly what this step added for the agent; the agent's work stays. Nothing
-        while the run is being suspended (`app.agents.control`): its agent may still be working
-        from these files, for the pod that adopts the run."""
+    def cleanup(self, workspace: Path) -> str | None:
+        """Remove exactly what this step added for the agent, and `.jervis/` whole (whatever the
+        agent put there: nothing in it is the runner's state); the agent's work stays. Nothing while
+        the run is being suspended (`app.agents.control`): its agent may still be working from these
+        files, for the pod that adopts the run. Nothing is deleted or truncated through a symlink.
+        Returns None when clean, else what could not be removed (also logged as an error): the
+        caller fails the step with it (`outcome.uncleaned`), since the next step would meet the
+        agent's files where the service's belong."""
         if should_detach():
-            return
-        manifest_path = workspace / JERVIS_DIR / MANIFEST_FILE
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            manifest = {"created": [], "runtime_files_before": list(AGENT_RUNTIME_FILES)}
-        for rel in manifest.get("created", []):
-            confinement.remove_file(workspace, rel)
-        for name in set(AGENT_RUNTIME_FILES) - set(manifest.get("runtime_files_before", [])):
-            confinement.remove_file(workspace, name)
+            return None
+        manifest = _manifest(workspace)
+        problems: list[str] = []
+        for rel in [*manifest.created, *(set(AGENT_RUNTIME_FILES) - set(manifest.runtime_files_before))]:
+            try:
+                confinement.remove_file(workspace, rel)
+            except OSError as exc:
+                problems.append(f"{rel} ({exc.strerror or exc})")
         confinement.remove_empty_dir(workspace, ".claude")
-        confinement.remove_tree(workspace, JERVIS_DIR)
+        problems += _remove_jervis(workspace)
+        if not problems:
+            return None
+        problem = (f"The workspace could not be cleaned after the step: {', '.join(problems[:NAMED_PROBLEMS])}"
+                   f"{f' and {len(problems) - NAMED_PROBLEMS} more' if len(problems) > NAMED_PROBLEMS else ''}. "
+                   f"Files the agent left there (made read-only or undeletable?) must be removed before the "
+                   f"next step runs on {workspace}")
+        log.error("%s", problem)
+        return problem
 
     def exclude_agent_files(self, workspace: Path) -> None:
         """Keep the agents' files out of every snapshot of this repository and its linked worktrees
@@ -249,6 +278,45 @@ class WorkspaceManager:
         if missing:
             separator = "" if existing.endswith("\n") or not existing else "\n"
             confinement.write_text(workspace, ".git/info/exclude", existing + separator + "\n".join(missing) + "\n")
+
+
+class _Manifest(BaseModel):
+    """`.jervis/manifest.json` as `prepare` writes it; the agent could have rewritten it, so it
+    only ever names files inside the workspace to remove (`confinement.remove_file`)."""
+
+    created: list[str] = Field(default_factory=list)
+    runtime_files_before: list[str] = Field(default_factory=lambda: list(AGENT_RUNTIME_FILES))
+
+
+def _manifest(workspace: Path) -> _Manifest:
+    try:
+        return _Manifest.model_validate_json(
+            confinement.read_inside(workspace, f"{JERVIS_DIR}/{MANIFEST_FILE}", max_bytes=MAX_RESULT_BYTES))
+    except (OSError, ValidationError, ValueError):  # none, a link, or not ours: remove only the usual files
+        return _Manifest()
+
+
+def _remove_jervis(workspace: Path) -> list[str]:
+    """`.jervis/` gone, each failure named: a symlink there goes itself (its target untouched), and
+    `shutil.rmtree` follows no symlink below it."""
+    target = workspace / JERVIS_DIR
+    problems: list[str] = []
+
+    def failed(_function: object, path: str, error: tuple[type[BaseException], BaseException, object]) -> None:
+        exc = error[1]
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        problems.append(f"{os.path.relpath(path, workspace)} ({detail})")
+
+    try:
+        if target.is_symlink() or (os.path.lexists(target) and not target.is_dir()):
+            target.unlink()
+        elif target.is_dir() and confinement.inside(workspace, target.parent):
+            shutil.rmtree(target, onerror=failed)
+    except OSError as exc:
+        problems.append(f"{JERVIS_DIR} ({exc.strerror or exc})")
+    if os.path.lexists(target) and not problems:
+        problems.append(f"{JERVIS_DIR} (still there)")
+    return problems
 
 
 def describes_environment(environment: dict[str, Any] | None) -> bool:

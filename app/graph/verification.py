@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from app.agents.base import AgentJob
 from app.agents.control import should_detach
+from app.agents.outcome import uncleaned
 from app.agents.test_command import TestCommand
 from app.agents.workspace import StepBrief
 from app.graph import prompts
@@ -85,6 +86,7 @@ async def run_tests(ctx: RunContext, *, command: TestCommand, workspace: Path, s
         ctx.workspaces.prepare(workspace, brief)
 
     started = time.monotonic()
+    left: str | None = None  # what the cleanup could not remove
     try:
         result = await ctx.runner.run(job, prepare=prepare, on_log=on_log)
     except Exception as exc:  # the runner failed, not the tests: the agent's code is not to blame
@@ -92,7 +94,8 @@ async def run_tests(ctx: RunContext, *, command: TestCommand, workspace: Path, s
         return TestRun(outcome="not_run", command=command.label(), summary=f"{type(exc).__name__}: {exc}", output="")
     finally:
         if not should_detach():  # a suspended run's test process still reads and writes .jervis/
-            ctx.workspaces.cleanup(workspace)
+            left = ctx.workspaces.cleanup(workspace)
+    result = uncleaned(result, left)
     outcome = result.test_outcome if result.test_outcome in ("passed", "failed", "not_run") else (
         "passed" if result.success else "failed")
     output = result.log_tail[-TEST_OUTPUT_CHARS:]

@@ -23,6 +23,7 @@ import httpx
 import pytest
 from pymongo import MongoClient
 
+from app.agents.local_process import RECORD_FILE, RUNS_DIR
 from app.graph.rules.waves import goal_branch, worktree_path
 from tests.fixtures.llm_server import RecordedRequest, Reply
 from tests.fixtures.service import ServiceProcess
@@ -105,10 +106,11 @@ class Wave:
         return self.data_root / worktree_path(self.rel, self.thread_id, INDEX[title])
 
     def agent_pids(self, title: str) -> list[int]:
-        """Pids of the goal's agents recorded in its worktree that still run."""
-        runs = self.worktree(title) / ".jervis" / "runs"
-        records = [json.loads(p.read_text()) for p in runs.glob("*.json")] if runs.is_dir() else []
-        return [r["pid"] for r in records if pid_alive(r["pid"])]
+        """Pids of the goal's agents (recorded in the service's folder of agent runs) that still run."""
+        runs = self.data_root / RUNS_DIR
+        records = [json.loads(p.read_text()) for p in runs.glob(f"*/{RECORD_FILE}")] if runs.is_dir() else []
+        worktree = str(self.worktree(title))
+        return [r["pid"] for r in records if r["workspace"] == worktree and pid_alive(r["pid"])]
 
     def start(self, client: httpx.Client) -> None:
         body = orchestrate_body(workspace_path=self.rel, query="Build alpha, beta and gamma")

@@ -11,6 +11,7 @@ from typing import Any
 from app.agents.base import AgentJob, AgentResult
 from app.agents.confinement import WorkspaceEscapeError
 from app.agents.control import should_detach
+from app.agents.outcome import uncleaned
 from app.agents.workspace import StepBrief, WorkspaceError
 from app.clients.kotlin import TrackerError
 from app.graph import chat, prompts
@@ -160,6 +161,7 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
     program = ctx.runner.program(agent)
     emit({"type": "agent_start", "agent": agent, "program": program, "goal_index": goal_index,
           "step_index": step.index, "attempt": attempt})
+    left: str | None = None  # what the cleanup could not remove
     try:  # each output line is named after the program that printed it, not the type planned
         result = await ctx.runner.run(job, prepare=prepare,
                                       on_log=lambda line: emit({"type": "agent_log", "agent": program, "line": line}))
@@ -173,7 +175,8 @@ async def _code(state: OrchestratorState, runtime: NodeRuntime, step: CodingStep
         result = AgentResult(success=False, summary=f"Agent {agent} could not run: {type(exc).__name__}: {exc}")
     finally:
         if not should_detach():  # a suspended run's agent still reads and writes .jervis/
-            ctx.workspaces.cleanup(workspace)
+            left = ctx.workspaces.cleanup(workspace)
+    result = uncleaned(result, left)
     count_agent_tokens(agent, result)
     ran = result.program or program
     t = texts(language)

@@ -16,6 +16,7 @@ import pytest
 from app.agents.base import AgentJob
 from app.agents.control import AgentControl, use_control
 from app.agents.local import LocalRunner
+from app.agents.local_process import runs_dir
 from app.agents.log_lines import MAX_LINE_CHARS, LineCutter
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
@@ -148,7 +149,7 @@ async def test_run_fails_and_kills_the_agent_when_it_times_out(manager: Workspac
     assert result.success is False and "timed out after 1 s" in result.summary
     assert "sleeping 30s" in result.log_tail
     assert seen and not any(alive(pid) for pid in seen)
-    assert agent_pids(repo) == [] and not (repo / ".jervis" / "runs").exists()
+    assert agent_pids(repo) == [] and not any(runs_dir(manager.root).iterdir())
 
 
 async def test_cancelling_the_run_kills_the_agent_before_it_writes(manager: WorkspaceManager, repo: Path) -> None:
@@ -159,7 +160,7 @@ async def test_cancelling_the_run_kills_the_agent_before_it_writes(manager: Work
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
-    assert not any(alive(pid) for pid in pids) and not (repo / ".jervis" / "runs").exists()
+    assert not any(alive(pid) for pid in pids) and not any(runs_dir(manager.root).iterdir())
     await asyncio.sleep(1.3)  # past the moment the agent would have written the file
     assert not (repo / "late.txt").exists()
     result = repo / ".jervis" / "result.json"

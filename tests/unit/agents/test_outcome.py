@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.agents.base import AgentJob
-from app.agents.outcome import judge
+from app.agents.base import AgentJob, AgentResult
+from app.agents.outcome import judge, uncleaned
 from app.agents.workspace import WorkspaceManager
 
 
@@ -58,3 +58,11 @@ def test_a_known_failure_wins_over_any_result(workspace: Path) -> None:
     result = judge(WorkspaceManager(workspace.parent), job(workspace), exit_code=None, log_tail="",
                    failure="Agent aider timed out after 600 s")
     assert not result.success and result.summary == "Agent aider timed out after 600 s"
+
+
+def test_a_workspace_left_uncleaned_fails_the_step_and_says_what_was_left() -> None:
+    passed = AgentResult(success=True, summary="Done.", changed_files=["a.py"], test_outcome="passed")
+    assert uncleaned(passed, None) == passed
+    failed = uncleaned(passed, "The workspace could not be cleaned after the step: .jervis/x (Permission denied)")
+    assert not failed.success and failed.test_outcome is None and failed.changed_files == ["a.py"]
+    assert failed.summary == "Done. The workspace could not be cleaned after the step: .jervis/x (Permission denied)"

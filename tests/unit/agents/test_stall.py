@@ -18,6 +18,7 @@ import pytest
 from app.agents.job_spec import job_name
 from app.agents.kubernetes import KubernetesJobRunner
 from app.agents.local import ENTRYPOINT, LocalRunner
+from app.agents.local_process import runs_dir
 from app.agents.stall import StallWatch, workspace_fingerprint
 from app.agents.workspace import WorkspaceManager
 from app.config import Settings
@@ -109,7 +110,7 @@ async def test_a_silent_agent_is_stopped_as_stalled_long_before_its_timeout(mana
     assert STALL <= took < 8, f"stalled after {took:.1f} s"
     assert "sleeping 30s" in result.log_tail  # what it said before it went quiet
     assert seen and not any(alive(pid) for pid in seen) and agent_pids(repo) == []
-    assert not (repo / ".jervis" / "runs").exists() and not (repo / "late.py").exists()
+    assert not any(runs_dir(manager.root).iterdir()) and not (repo / "late.py").exists()
     assert stalls(metrics, "command") == 1
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -166,7 +167,33 @@ def test_cleanup_removes_the_handover_directory_and_keeps_the_work(manager: Work
     manager.cleanup(workspace)
     assert not (workspace / ".jervis").exists()
     assert (workspace / "app.py").read_text() == "print('work')\n"
-    manager.cleanup(workspace)  # nothing left to remove: no error
+    assert manager.cleanup(workspace) is None  # nothing left to remove: no error
+
+
+def test_cleanup_removes_a_jervis_link_itself_and_a_jervis_file(manager: WorkspaceManager, root: Path,
+                                                                tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("not the workspace's")
+    workspace = root / "ws"
+    workspace.mkdir()
+    (workspace / ".jervis").symlink_to(elsewhere)
+    assert manager.cleanup(workspace) is None
+    assert not os.path.lexists(workspace / ".jervis") and (elsewhere / "keep.txt").exists()
+    (workspace / ".jervis").write_text("a file where the folder goes")
+    assert manager.cleanup(workspace) is None and not os.path.lexists(workspace / ".jervis")
+
+
+def test_read_result_refuses_a_non_regular_or_oversized_result(manager: WorkspaceManager, root: Path) -> None:
+    workspace = root / "ws"
+    (workspace / ".jervis").mkdir(parents=True)
+    os.mkfifo(workspace / ".jervis" / "result.json")
+    with pytest.raises(ResultFileError, match="not a regular file"):
+        manager.read_result(workspace)
+    (workspace / ".jervis" / "result.json").unlink()
+    (workspace / ".jervis" / "result.json").write_text('{"success": true, "summary": "' + "x" * 1_100_000 + '"}')
+    with pytest.raises(ResultFileError, match="more than the 1048576 allowed"):
+        manager.read_result(workspace)
 
 
 def test_cleanup_of_a_suspended_run_leaves_the_handover_to_the_agent_still_working(manager: WorkspaceManager,

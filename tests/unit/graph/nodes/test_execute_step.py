@@ -4,6 +4,7 @@ out of it: the step fails with a clear reason and no agent starts; which files t
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,40 @@ async def test_the_agent_job_carries_the_cloud_providers_the_run_allows(
 
     [job] = runner.jobs
     assert job.cloud_providers == cloud
+
+
+def chattr(flag: str, path: Path) -> None:
+    subprocess.run(["chattr", flag, str(path)], check=True)
+
+
+class LockingAgentRunner:
+    """Prepares the step, then leaves in `.jervis/` a file the service cannot delete (an agent that
+    made it read-only, for a service that is not root; immutable here, where the tests are root)."""
+
+    def program(self, agent_type: str) -> str:
+        return agent_type
+
+    async def run(self, job: AgentJob, *, prepare: Prepare, on_log: LogSink | None = None) -> AgentResult:
+        await prepare()
+        planted = job.workspace / ".jervis" / "planted.json"
+        planted.write_text("{}")
+        chattr("+i", planted)
+        (job.workspace / "app.py").write_text("x = 1\n")
+        return AgentResult(success=True, summary="Done.", changed_files=["app.py"])
+
+
+async def test_a_step_whose_workspace_cannot_be_cleaned_fails_saying_what_was_left(ctx: RunContext) -> None:
+    workspace = make_git_repo(ctx.workspaces.root / "clients" / "c1" / "default")
+    state, _ = start("Přidej endpoint /health")
+    step = CodingStep(instructions=file_block("app.py", "x = 1"), files=["app.py"], agent_type="aider")
+    state |= {"goals": [{"id": "1", "title": "Health endpoint"}], "steps": [step.model_dump(mode="json")],
+              "current_goal_index": 0, "current_step_index": 0, "attempt": 1}
+    try:
+        update = await execute_step(state, Runtime(context=dataclasses.replace(ctx, runner=LockingAgentRunner())))
+    finally:
+        chattr("-i", workspace / ".jervis" / "planted.json")
+
+    [result] = update["step_results"]
+    assert result["success"] is False
+    assert result["summary"].startswith("Done. The workspace could not be cleaned after the step: "
+                                        ".jervis/planted.json (Operation not permitted)")
