@@ -3,6 +3,8 @@ after a restart skips the git guard"). The service's git runs outside the sandbo
 the agent configures would run as the service; the guard puts the configuration back after the
 agent. On main it was recorded in memory at launch only: a service that re-attached to the agent
 after a restart (or the pod that adopted a suspended run) had no record, and let the change stand.
+In the sandbox `.git` is read-only now (tests/security/test_git_sandbox.py), so the agent here runs
+unconfined (`AGENT_SANDBOX=off`, the operator's choice), where the guard is what stands.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import pytest
 
 from app.agents.base import AgentResult
 from app.agents.control import AgentControl, use_control
+from app.agents.local import LocalRunner
 from app.agents.workspace import WorkspaceManager
-from tests.security.test_state_runner import hand_over, job, sandboxed, script
+from app.config import Settings
+from tests.security.test_state_runner import PATH, hand_over, job, script
 from tests.support import git, make_git_repo
 
 #: Waits while the service "restarts", then configures a filter that would run as the service.
@@ -32,6 +36,11 @@ Path(".jervis/result.json").write_text(json.dumps(
 '''
 
 
+def unconfined(manager: WorkspaceManager, tmp_path: Path, command: list[str]) -> LocalRunner:
+    settings = Settings(local_agent_command=command, agent_sandbox="off")
+    return LocalRunner(manager, settings, environ={"PATH": PATH, "HOME": str(tmp_path / "home")})
+
+
 async def test_a_git_configuration_changed_while_the_service_restarted_is_put_back(tmp_path: Path) -> None:
     data = tmp_path / "data"
     workspace = make_git_repo(data / "c1" / "ws")
@@ -42,7 +51,7 @@ async def test_a_git_configuration_changed_while_the_service_restarted_is_put_ba
 
     async def first_service() -> AgentResult:
         use_control(control)
-        return await sandboxed(manager, tmp_path, command).run(job(workspace), prepare=hand_over(manager, workspace),
+        return await unconfined(manager, tmp_path, command).run(job(workspace), prepare=hand_over(manager, workspace),
                                                                on_log=lines.append)
 
     running = asyncio.create_task(first_service())
@@ -58,7 +67,7 @@ async def test_a_git_configuration_changed_while_the_service_restarted_is_put_ba
     async def unused() -> None:
         raise AssertionError("the re-attaching service must not prepare the step again")
 
-    result = await sandboxed(manager, tmp_path, command).run(job(workspace), prepare=unused)
+    result = await unconfined(manager, tmp_path, command).run(job(workspace), prepare=unused)
 
     assert "filter.x.clean" not in git(workspace, "config", "--list")
     assert (workspace / ".git" / "config").read_bytes() == before
