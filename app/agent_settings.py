@@ -108,6 +108,10 @@ class AgentSettings(BaseSettings):
     """Local runner: further paths sandboxed agents may write, bound as they are (JSON list; relative paths are under
     the project directory), e.g. a build cache such as `~/.m2` that test runs should share instead of starting empty.
     What is written there outlives the step and is seen by every client's agents."""
+    agent_sandbox_tmpfs_mb: int = Field(default=1024, ge=16)
+    """Local runner: the size (MiB) of each tmpfs of a sandbox: its private `/tmp` and the empty ones that hide
+    HOME, DATA_ROOT and `/run` (writable, in memory): an agent that fills one gets "no space left" instead of
+    taking the machine's memory."""
     agent_service_account: str | None = None
     """Service account of agent Jobs (none = the namespace default)."""
     job_ttl_seconds: int = 300
