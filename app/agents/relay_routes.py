@@ -7,7 +7,8 @@ What a step gets, from its environment and the settings:
 
 - the model endpoint(s) the step's environment names: the OpenAI-compatible base of Aider
   (`OPENAI_API_BASE`) and OpenHands (`LLM_BASE_URL`), Claude Code's `ANTHROPIC_BASE_URL`, Ollama
-  (`OLLAMA_URL`) when the agent's model is an Ollama one or nothing else names a model, and the
+  (`OLLAMA_URL`) when the agent's model is an Ollama one or nothing else names a model (never for
+  Claude Code, whose model is reached through the service), and the
   local OpenAI-compatible server for `LOCAL_AGENT_COMMAND`;
 - the knowledge base (`KNOWLEDGEBASE_URL`, `KNOWLEDGEBASE_WRITE_URL`) only for the agents that
   start its MCP server (Claude Code, Junie);
@@ -88,7 +89,8 @@ def step_routes(settings: Settings, job: AgentJob, program: str | None, env: Map
         urls.append(("", settings.local_llm_api_base))
     if program == "claude" and not env.get("ANTHROPIC_BASE_URL"):
         urls.append(("", ANTHROPIC_API))
-    if env.get("OLLAMA_URL") and (not urls or env.get("AGENT_MODEL", "").startswith("ollama")):
+    # Claude Code's model label may name an Ollama model, but it reaches it through the service
+    if env.get("OLLAMA_URL") and program != "claude" and (not urls or env.get("AGENT_MODEL", "").startswith("ollama")):
         urls.append(("OLLAMA_URL", env["OLLAMA_URL"]))
     if job.agent_type in KB_AGENTS or program in KB_AGENTS:
         urls += [(name, env[name]) for name in KB_VARIABLES if env.get(name)]
