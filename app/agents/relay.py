@@ -11,8 +11,9 @@ checks every request on the connection; remote HTTPS hosts only through the CONN
 opens exactly the host:ports allowed.
 
 The directory is named by the step's job, so a service that restarts and re-attaches to a
-running agent binds its sockets again where the sandbox already looks; a lease is closed when
-its step ends (its sockets removed), `stop` closes all of them.
+running agent binds its sockets again in the very directory the sandbox has bound (a directory
+made anew would be another one, unseen inside): a lease whose step ends is closed with its
+directory; one left running (the run suspended, the service stopping) keeps the directory.
 """
 
 from __future__ import annotations
@@ -54,14 +55,19 @@ class RelayLease:
         self.routes = routes
         self._servers = servers
 
-    async def close(self) -> None:
+    async def close(self, *, keep_directory: bool = False) -> None:
+        """Stop listening and remove the sockets; the directory too unless `keep_directory` (a
+        sandbox still running has it bound: a later `open` must bind into this very directory)."""
         for server in self._servers:
             server.close()
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await server.wait_closed()
         self._servers = []
-        shutil.rmtree(self.directory, ignore_errors=True)
+        if keep_directory:
+            _empty(self.directory)
+        else:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class AgentRelay:
@@ -81,7 +87,7 @@ class AgentRelay:
     async def stop(self) -> None:
         """Close every lease and every connection still open."""
         for lease in list(self._leases.values()):
-            await lease.close()
+            await lease.close(keep_directory=True)  # a sandbox may outlive the service
         self._leases.clear()
         for task in list(self._connections):
             task.cancel()
@@ -96,8 +102,8 @@ class AgentRelay:
             await earlier.close()
         await self.start()
         directory = self.directory(key)
-        shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir(mode=0o700)
+        directory.mkdir(mode=0o700, exist_ok=True)  # kept by a service that left the step running
+        _empty(directory)
         servers: list[asyncio.Server] = []
         try:
             for route in routes.routes:
@@ -111,10 +117,12 @@ class AgentRelay:
         self._leases[key] = lease
         return lease
 
-    async def release(self, lease: RelayLease) -> None:
+    async def release(self, lease: RelayLease, *, running: bool = False) -> None:
+        """The step's sockets closed; `running`: its sandbox goes on without this service (its
+        directory is kept for the service that re-attaches)."""
         if self._leases.get(lease.key) is lease:
             del self._leases[lease.key]
-        await lease.close()
+        await lease.close(keep_directory=running)
 
     def _tracked(self, key: str, route: Route, handler: Handler) -> Handler:
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -213,6 +221,14 @@ def _half_close(writer: asyncio.StreamWriter) -> None:
     with contextlib.suppress(OSError, RuntimeError):
         if writer.can_write_eof():
             writer.write_eof()
+
+
+def _empty(directory: Path) -> None:
+    """Remove what a step's directory holds (its sockets, or those a dead service left)."""
+    with contextlib.suppress(FileNotFoundError):
+        for entry in directory.iterdir():
+            with contextlib.suppress(FileNotFoundError):
+                entry.unlink()
 
 
 def _bound(directory: Path, name: str) -> socket.socket:

@@ -59,6 +59,7 @@ from hashlib import sha256
 from pathlib import Path
 
 from app.agents.base import AgentJob
+from app.agents.control import should_detach
 from app.agents.job_spec import job_name
 from app.agents.programs import PROJECT_ROOT, resolve
 from app.agents.relay import INSIDE, RELAY_DIR, AgentRelay, RelayLease
@@ -223,7 +224,7 @@ class AgentSandbox:
     async def release(self, lease: RelayLease | None) -> None:
         """Close a step's relay sockets (its sandbox has ended, or is no longer watched)."""
         if lease is not None:
-            await self.relay.release(lease)
+            await self.relay.release(lease, running=should_detach())
 
     async def provide_test_tools(self, job: AgentJob, confined: Confined) -> None:
         """A sandboxed test run that needs pytest gets it installed by the service first (the

@@ -185,3 +185,67 @@ async def test_claude_on_the_local_model_reaches_the_service_only_through_v1_mes
     for refused in ("models", "chat", "escape"):
         assert report[refused] == {"status": 403, "pieces": []}, refused
     assert [request.path for request in llm.requests] == ["/v1/messages"]
+
+
+#: Waits for `go` in its workspace, then asks the model (the relay's sockets were bound again by
+#: whichever service watches it by then).
+PATIENT_AGENT = r'''
+import http.client, json, os, sys, time
+from pathlib import Path
+print("waiting for go", flush=True)
+while not Path("go").exists():
+    time.sleep(0.05)
+port = int(os.environ["MODEL_PORT"])
+connection = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+connection.request("POST", "/v1/chat/completions", body=json.dumps({"model": "test-model", "stream": False,
+                   "messages": [{"role": "user", "content": "hello"}]}), headers={"content-type": "application/json"})
+answer = json.loads(connection.getresponse().read())["choices"][0]["message"]["content"]
+(Path(".jervis") / "result.json").write_text(json.dumps({"success": True, "summary": answer}))
+'''
+
+
+async def test_an_agent_reattached_after_a_service_restart_reaches_its_model_again(
+        tmp_path: Path, llm: ScriptedLlmServer) -> None:
+    """The service dies mid-step (its relay and sockets with it); the restarted service re-attaches
+    to the still running sandbox and binds the step's sockets again where the sandbox looks."""
+    import asyncio
+
+    from app.agents.control import AgentControl, use_control
+    from tests.unit.agents.test_local import wait_for_agent
+
+    llm.script(Reply(content="answered after the restart"))
+    data = tmp_path / "data"
+    workspace = make_git_repo(data / "c1" / "ws")
+    agent = tmp_path / "patient_agent.py"
+    agent.write_text(PATIENT_AGENT)
+    settings = Settings(local_agent_command=[sys.executable, str(agent)], agent_sandbox="bwrap",
+                        local_llm_api_base=f"{llm.url}/v1", agent_env_passthrough=["MODEL_PORT"])
+    environ = {"PATH": PATH, "HOME": str(tmp_path), "MODEL_PORT": str(llm.port)}
+    manager = WorkspaceManager(data)
+
+    async def prepare() -> None:
+        manager.prepare(workspace, StepBrief(agent_type="command", instructions="go", task={"id": "t1"}))
+
+    control, lines = AgentControl(), list[str]()
+
+    async def first_service() -> object:
+        use_control(control)
+        return await LocalRunner(manager, settings, environ=environ).run(_job(workspace), prepare=prepare,
+                                                                         on_log=lines.append)
+
+    task = asyncio.create_task(first_service())
+    await wait_for_agent(workspace, lines, "waiting for go")
+    control.suspend("shutdown")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not list((data / ".orchestrator" / "relay").glob("*/*"))  # the dead service's sockets are gone
+
+    restarted = LocalRunner(manager, settings, environ=environ)
+    adopted = asyncio.create_task(restarted.run(_job(workspace), prepare=prepare))
+    while not list((data / ".orchestrator" / "relay").glob("*/*.sock")):
+        await asyncio.sleep(0.02)
+    (workspace / "go").write_text("")
+    result = await asyncio.wait_for(adopted, 60)
+    assert result.success and result.summary == "answered after the restart", result.log_tail
+    assert not list((data / ".orchestrator" / "relay").iterdir())  # the step ended: nothing of it is left
