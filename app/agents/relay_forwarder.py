@@ -1,24 +1,22 @@
 """Inside the sandbox: the agent's loopback ports, forwarded to the relay's Unix sockets.
 
-`python relay_forwarder.py '[[PORT, SOCKET], ...]' COMMAND...` listens on `127.0.0.1:PORT` (and
+`python relay_forwarder.py PORT=SOCKET... -- COMMAND...` listens on `127.0.0.1:PORT` (and
 `[::1]:PORT` where the namespace has IPv6) for every route, then starts the forwarding in a
 process of its own and replaces itself with COMMAND (the entrypoint): the listeners exist before
 the agent starts, the entrypoint keeps the process the runner and bwrap know, and the forwarder
 dies with the sandbox (when COMMAND ends, bwrap's init ends and the kernel kills the rest of
-its PID namespace). It ignores SIGTERM, which the runner sends the whole process group to stop
-the agent: the entrypoint then writes its result, and the forwarder goes with the namespace.
+its PID namespace). It stays in the agent's process group: the runner's SIGTERM to the group
+ends it with the agent (the entrypoint writes its result without the network).
 
 Bytes are passed on as they arrive (`recv` then `sendall`), both ways, a thread per direction:
 a streamed answer reaches the agent token by token. Standard library only: it runs with whatever
-Python the sandbox shows (the service's, started with `-I -S`).
+Python the sandbox shows (the service's, started with `-I -S`), and imports little (each step
+pays its start).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import signal
 import socket
 import sys
 import threading
@@ -27,15 +25,16 @@ CHUNK = 64 * 1024
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) < 2:
-        sys.exit("usage: relay_forwarder.py ROUTES_JSON COMMAND...")
-    routes = [(int(port), str(path)) for port, path in json.loads(argv[0])]
+    if "--" not in argv or argv.index("--") == len(argv) - 1:
+        sys.exit("usage: relay_forwarder.py PORT=SOCKET... -- COMMAND...")
+    split = argv.index("--")
+    routes = [(int(port), path) for port, _, path in (arg.partition("=") for arg in argv[:split])]
+    command = argv[split + 1:]
     listeners = [(listener, path) for port, path in routes for listener in _listen(port)]
     child = os.fork()
     if child == 0:  # the forwarder: a grandchild, so the entrypoint has no child it did not start
         try:
             if os.fork() == 0:
-                signal.signal(signal.SIGTERM, signal.SIG_IGN)
                 _serve(listeners)
         finally:
             os._exit(0)
@@ -43,9 +42,9 @@ def main(argv: list[str]) -> None:
     for listener, _ in listeners:
         listener.close()
     try:
-        os.execvp(argv[1], argv[1:])
+        os.execvp(command[0], command)
     except OSError as exc:
-        sys.exit(f"relay_forwarder: cannot start {argv[1]}: {exc}")
+        sys.exit(f"relay_forwarder: cannot start {command[0]}: {exc}")
 
 
 def _listen(port: int) -> list[socket.socket]:
@@ -106,8 +105,10 @@ def _copy(source: socket.socket, target: socket.socket) -> None:
             target.sendall(data)
     except OSError:
         pass
-    with contextlib.suppress(OSError):
+    try:
         target.shutdown(socket.SHUT_WR)
+    except OSError:
+        return
 
 
 if __name__ == "__main__":

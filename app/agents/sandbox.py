@@ -45,7 +45,6 @@ agent, credential helpers in HOME).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import pwd
@@ -291,8 +290,8 @@ class AgentSandbox:
         argv += _hide(_outermost(h for h in hidden if any(_within(h, r) and h != r for r in readable)), size)
         if lease is not None and lease.routes.routes:
             argv += ["--ro-bind", str(lease.directory), str(INSIDE)]
-            forwarded = [[route.port, str(INSIDE / f"{route.name}.sock")] for route in lease.routes.routes]
-            command = [sys.executable, "-I", "-S", str(FORWARDER), json.dumps(forwarded), *command]
+            forwarded = [f"{route.port}={INSIDE / route.name}.sock" for route in lease.routes.routes]
+            command = [sys.executable, "-I", "-S", str(FORWARDER), *forwarded, "--", *command]
         argv += ["--bind", str(workspace), str(workspace)]
         for git_dir in worktree_git_dirs(workspace):
             argv += ["--bind", str(git_dir), str(git_dir)]

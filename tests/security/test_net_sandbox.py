@@ -4,6 +4,7 @@ relay routes allow (app/agents/relay*.py, app/agents/sandbox.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.agents.base import AgentJob
+from app.agents.control import AgentControl, use_control
 from app.agents.local import LocalRunner
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
@@ -22,6 +24,8 @@ from app.dev.embedded_mongo import EmbeddedMongo
 from tests.fixtures.kotlin_server import FakeKotlinServer
 from tests.fixtures.llm_server import Reply, ScriptedLlmServer
 from tests.support import make_git_repo
+from tests.unit.agents.test_local import wait_for_agent
+from tests.unit.agents.test_local_reattach import until
 
 PATH = os.environ["PATH"]
 STREAMED = "The relay streams this answer in many small pieces, as the model produced them."
@@ -193,7 +197,8 @@ PATIENT_AGENT = r'''
 import http.client, json, os, sys, time
 from pathlib import Path
 print("waiting for go", flush=True)
-while not Path("go").exists():
+waited = time.monotonic()
+while not Path("go").exists() and time.monotonic() - waited < 60:  # a failed test leaves no agent for long
     time.sleep(0.05)
 port = int(os.environ["MODEL_PORT"])
 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
@@ -208,11 +213,6 @@ async def test_an_agent_reattached_after_a_service_restart_reaches_its_model_aga
         tmp_path: Path, llm: ScriptedLlmServer) -> None:
     """The service dies mid-step (its relay and sockets with it); the restarted service re-attaches
     to the still running sandbox and binds the step's sockets again where the sandbox looks."""
-    import asyncio
-
-    from app.agents.control import AgentControl, use_control
-    from tests.unit.agents.test_local import wait_for_agent
-
     llm.script(Reply(content="answered after the restart"))
     data = tmp_path / "data"
     workspace = make_git_repo(data / "c1" / "ws")
@@ -243,8 +243,7 @@ async def test_an_agent_reattached_after_a_service_restart_reaches_its_model_aga
 
     restarted = LocalRunner(manager, settings, environ=environ)
     adopted = asyncio.create_task(restarted.run(_job(workspace), prepare=prepare))
-    while not list((data / ".orchestrator" / "relay").glob("*/*.sock")):
-        await asyncio.sleep(0.02)
+    await until(lambda: list((data / ".orchestrator" / "relay").glob("*/*.sock")), "the relay bound again")
     (workspace / "go").write_text("")
     result = await asyncio.wait_for(adopted, 60)
     assert result.success and result.summary == "answered after the restart", result.log_tail
