@@ -97,9 +97,11 @@ class AgentSettings(BaseSettings):
     CA bundles), their job's variables and `AGENT_SECRET_KEYS`; never `MONGODB_URL` or `API_TOKEN`."""
     agent_sandbox: Literal["auto", "bwrap", "off"] = "auto"
     """Local runner: how agents and test runs are confined. `auto`: in a bubblewrap sandbox when `bwrap` works here
-    (the workspace writable, the rest read-only; HOME, DATA_ROOT and `AGENT_SANDBOX_HIDE` hidden); without one,
-    agents that can run commands (all but Aider) and test runs are refused. `bwrap`: the sandbox is required, Aider
-    included. `off`: agents run unconfined as the service's user. Git steps (commit, push) are never confined."""
+    (the workspace writable, the rest read-only; HOME, DATA_ROOT and `AGENT_SANDBOX_HIDE` hidden; a network of its
+    own that reaches only the step's model and, for the agents that use it, the KB, through the service's relay);
+    without one, agents that can run commands (all but Aider) and test runs are refused. `bwrap`: the sandbox is
+    required, Aider included. `off`: agents run unconfined as the service's user. Git steps (commit, push) are never
+    confined."""
     agent_sandbox_hide: list[str] = Field(default_factory=lambda: [".data", ".env"])
     """Local runner: paths hidden from sandboxed agents besides HOME and DATA_ROOT (JSON list; relative paths are
     under the project directory): by default the development data (embedded MongoDB, model server, workspaces)
