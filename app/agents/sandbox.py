@@ -182,7 +182,7 @@ class AgentSandbox:
             return "off (AGENT_SANDBOX=off): agents run unconfined"
         found = await probe(self.bwrap)
         if found.works:
-            return f"{found.version}: workspace writable, home and data hidden"
+            return f"{found.version}: workspace writable, home and data hidden, network only to the model (relay)"
         if mode == "bwrap":
             return f"none ({found.problem}): AGENT_SANDBOX=bwrap refuses every agent; {INSTALL_HINT}"
         return (f"none ({found.problem}): Aider runs unconfined, other agents are refused; "
