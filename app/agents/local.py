@@ -99,13 +99,13 @@ class LocalRunner:
                                               program=resolved.program if resolved else None)
         if confined.refusal is not None:
             return judge(self._workspaces, job, exit_code=None, log_tail=confined.refusal, failure=confined.refusal)
-        await self._retire_other_attempts(job, name)
-        await prepare()
-        await self.sandbox.provide_test_tools(job, confined)
-        guard = GitConfigGuard.record(job.workspace) if job.entrypoint_mode != "git" else None
-        process = AgentProcess.launch(job.workspace, name, confined.argv, confined.env,
-                                      thread_id=job.thread_id, step=step_label(job))
-        try:
+        try:  # the step's relay sockets are closed however it ends (suspended: left for the next service)
+            await self._retire_other_attempts(job, name)
+            await prepare()
+            await self.sandbox.provide_test_tools(job, confined)
+            guard = GitConfigGuard.record(job.workspace) if job.entrypoint_mode != "git" else None
+            process = AgentProcess.launch(job.workspace, name, confined.argv, confined.env,
+                                          thread_id=job.thread_id, step=step_label(job))
             result = await self._watch(process, job, on_log, replay=False)
         finally:
             await self.sandbox.release(confined.lease)
