@@ -10,7 +10,7 @@ import os
 import socket
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ import pytest
 from app.agents.base import AgentJob
 from app.agents.control import AgentControl, use_control
 from app.agents.local import LocalRunner
+from app.agents.local_agents import LocalAgents
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
 from app.dev.embedded_mongo import EmbeddedMongo
@@ -119,7 +120,7 @@ def listeners() -> Iterator[_Listeners]:
         found.close()
 
 
-async def _run_hostile_agent(tmp_path: Path, settings: Settings, targets: dict[str, object], *,
+async def _run_hostile_agent(tmp_path: Path, settings: Settings, targets: Mapping[str, object], *,
                              passed: dict[str, str] | None = None) -> dict[str, object]:
     """The hostile agent as the step's agent; `passed`: more of the service's environment it gets."""
     data = tmp_path / "data"
@@ -248,3 +249,71 @@ async def test_an_agent_reattached_after_a_service_restart_reaches_its_model_aga
     result = await asyncio.wait_for(adopted, 60)
     assert result.success and result.summary == "answered after the restart", result.log_tail
     assert not list((data / ".orchestrator" / "relay").iterdir())  # the step ended: nothing of it is left
+
+
+#: Claude Code with a key reaches Anthropic through the relay's CONNECT proxy: the agent tries that
+#: proxy for everything else it would like to reach.
+TUNNELLING_AGENT = r'''
+import json, os, socket
+from pathlib import Path
+proxy = os.environ["HTTPS_PROXY"].removeprefix("http://")
+host, port = proxy.rsplit(":", 1)
+report = {"proxy_host": host}
+for target in json.loads(os.environ["PROBE_TARGETS"]):
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(f"CONNECT {target} HTTP/1.1\r\nhost: {target}\r\n\r\n".encode())
+        report[target] = sock.recv(200).split(b"\r\n", 1)[0].decode()
+(Path(".jervis") / "result.json").write_text(json.dumps({"success": True, "summary": json.dumps(report)}))
+'''
+
+
+class _ClaudeWithAKey:
+    """Stands in for Claude Code on Anthropic (the program `claude`, no ANTHROPIC_BASE_URL): the
+    relay gives its step the CONNECT proxy to api.anthropic.com:443 only; the hostile agent runs."""
+
+    name = "claude"
+
+    def __init__(self, agent: Path) -> None:
+        self._agent = agent
+
+    def installed(self) -> bool:
+        return True
+
+    def install(self, log: object) -> None:
+        return None
+
+    def env(self) -> dict[str, str]:
+        return {"AGENT_TYPE": "command", "AGENT_COMMAND": json.dumps([sys.executable, str(self._agent)])}
+
+    def describe(self) -> str:
+        return "claude (hostile stand-in)"
+
+
+async def test_the_connect_proxy_of_claude_with_a_key_opens_nothing_but_anthropic(
+        tmp_path: Path, mongo_server: EmbeddedMongo, kotlin_server: FakeKotlinServer) -> None:
+    data = tmp_path / "data"
+    workspace = make_git_repo(data / "c1" / "ws")
+    (tmp_path / "agent").mkdir()
+    agent = tmp_path / "agent" / "tunnelling_agent.py"  # shown to the sandbox by AGENT_SANDBOX_WRITABLE
+    agent.write_text(TUNNELLING_AGENT)
+    mongo = mongo_server.url.removeprefix("mongodb://")
+    targets = [mongo, f"localhost:{kotlin_server.port}", "169.254.169.254:80", "api.anthropic.com:80",
+               "api.anthropic.com.evil.example:443"]
+    settings = Settings(agent_sandbox="bwrap", agent_env_passthrough=["PROBE_TARGETS"],
+                        agent_sandbox_writable=[str(agent.parent)],
+                        local_agents={"aider": "aider", "openhands": "aider", "claude": "claude", "junie": "aider"})
+    agents = LocalAgents(settings, programs={"claude": _ClaudeWithAKey(agent)})
+    manager = WorkspaceManager(data)
+
+    async def prepare() -> None:
+        manager.prepare(workspace, StepBrief(agent_type="claude", instructions="go", task={"id": "t1"}))
+
+    environ = {"PATH": PATH, "HOME": str(tmp_path), "PROBE_TARGETS": json.dumps(targets)}
+    job = AgentJob(thread_id="thread-net-abcd", task_id="t1", client_id="c1", agent_type="claude",
+                   workspace=workspace, timeout_seconds=60)
+    result = await LocalRunner(manager, settings, environ=environ, agents=agents).run(job, prepare=prepare)
+
+    assert result.success, result.log_tail
+    report = json.loads(result.summary)
+    assert report.pop("proxy_host") == "127.0.0.1"
+    assert report == dict.fromkeys(targets, "HTTP/1.1 403 Refused")
