@@ -147,9 +147,11 @@ class AgentSettings(BaseSettings):
     which only `AGENT_SECRET_KEYS` hands out."""
     agent_sandbox: Literal["auto", "bwrap", "off"] = "auto"
     """Local runner: how agents and test runs are confined. `auto`: in a bubblewrap sandbox when `bwrap` works here
-    (the workspace writable, the rest read-only; HOME, DATA_ROOT and `AGENT_SANDBOX_HIDE` hidden); without one,
-    agents that can run commands (all but Aider) and test runs are refused. `bwrap`: the sandbox is required, Aider
-    included. `off`: agents run unconfined as the service's user. Git steps (commit, push) are never confined."""
+    (the workspace writable, the rest read-only; HOME, DATA_ROOT and `AGENT_SANDBOX_HIDE` hidden; a network of its
+    own that reaches only the step's model and, for the agents that use it, the KB, through the service's relay);
+    without one, agents that can run commands (all but Aider) and test runs are refused. `bwrap`: the sandbox is
+    required, Aider included. `off`: agents run unconfined as the service's user. Git steps (commit, push) are never
+    confined."""
     agent_sandbox_hide: list[str] = Field(default_factory=lambda: [".data", ".env"])
     """Local runner: paths hidden from sandboxed agents besides HOME and DATA_ROOT (JSON list; relative paths are
     under the project directory): by default the development data (embedded MongoDB, model server, workspaces)
@@ -158,6 +160,10 @@ class AgentSettings(BaseSettings):
     """Local runner: further paths sandboxed agents may write, bound as they are (JSON list; relative paths are under
     the project directory), e.g. a build cache such as `~/.m2` that test runs should share instead of starting empty.
     What is written there outlives the step and is seen by every client's agents."""
+    agent_sandbox_tmpfs_mb: int = Field(default=1024, ge=16)
+    """Local runner: the size (MiB) of each tmpfs of a sandbox: its private `/tmp` and the empty ones that hide
+    HOME, DATA_ROOT and `/run` (writable, in memory): an agent that fills one gets "no space left" instead of
+    taking the machine's memory."""
     agent_service_account: str | None = None
     """Service account of agent Jobs (none = the namespace default)."""
     agent_scratch_size_limit: str = "1Gi"

@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from langgraph.checkpoint.mongodb import MongoDBSaver
 
 from app.agents.factory import create_runner, describe_agents
+from app.agents.relay import RELAY_DIR, AgentRelay
 from app.agents.workspace import WorkspaceManager
 from app.chat.compression import ChatCompressor
 from app.clients.aiohttp_transport import AiohttpTransport
@@ -146,12 +147,15 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         kb = KnowledgeBaseClient(http, settings.knowledgebase_url, settings.kb_write_url,
                                  timeout=settings.kb_timeout_seconds, write_timeout=settings.kb_write_timeout_seconds)
         workspaces = WorkspaceManager(settings.data_root)
+        relay = AgentRelay(workspaces.root / RELAY_DIR)  # sandboxed agents reach their model through it
+        await relay.start()
+        stack.push_async_callback(relay.stop)  # after the runs' shutdown: a step being stopped still has it
         llm = LitellmProvider(settings, metrics=metrics)
         llm.prices.log_summary()  # a tier the dollar budget cannot count is said at start-up, and in /health
         context = RunContext(
             settings=settings, llm=ApprovingLlm(llm), kb=kb, kotlin=kotlin, context_store=context_store,
             project_memory=ProjectMemory(db[project_memory_module.COLLECTION_NAME]),
-            runner=create_runner(settings, workspaces, metrics, redact=redact), workspaces=workspaces,
+            runner=create_runner(settings, workspaces, metrics, redact=redact, relay=relay), workspaces=workspaces,
         )
         graph = build_graph().compile(checkpointer=checkpointer)
         events = EventHub(capacity=settings.stream_buffer_events, thread_bytes=settings.stream_buffer_bytes,

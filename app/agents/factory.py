@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from app.agents.base import AgentRunner
 from app.agents.metered import MeteredRunner
+from app.agents.relay import AgentRelay
 from app.agents.workspace import WorkspaceManager
 from app.config import Settings
 from app.observability.metrics import Metrics
@@ -13,8 +14,9 @@ from app.observability.redaction import no_redaction
 
 
 def create_runner(settings: Settings, workspaces: WorkspaceManager, metrics: Metrics, *,
-                  redact: Callable[[str], str] = no_redaction) -> AgentRunner:
-    return MeteredRunner(_create(settings, workspaces, metrics), metrics, redact=redact)
+                  redact: Callable[[str], str] = no_redaction, relay: AgentRelay | None = None) -> AgentRunner:
+    """`relay`: what the local runner's sandboxed steps reach their model through (the service's)."""
+    return MeteredRunner(_create(settings, workspaces, metrics, relay), metrics, redact=redact)
 
 
 def describe_agents(settings: Settings) -> dict[str, str]:
@@ -29,7 +31,8 @@ def describe_agents(settings: Settings) -> dict[str, str]:
     return LocalAgents(settings).describe()
 
 
-def _create(settings: Settings, workspaces: WorkspaceManager, metrics: Metrics) -> AgentRunner:
+def _create(settings: Settings, workspaces: WorkspaceManager, metrics: Metrics,
+            relay: AgentRelay | None) -> AgentRunner:
     if settings.agent_runner == "kubernetes":
         from app.agents.k8s_client import KubernetesApi, load_api_client
         from app.agents.kubernetes import KubernetesJobRunner
@@ -39,4 +42,4 @@ def _create(settings: Settings, workspaces: WorkspaceManager, metrics: Metrics) 
         return KubernetesJobRunner(api, workspaces, settings, metrics=metrics)
     from app.agents.local import LocalRunner
 
-    return LocalRunner(workspaces, settings, metrics=metrics)
+    return LocalRunner(workspaces, settings, metrics=metrics, relay=relay)

@@ -37,6 +37,7 @@ from app.agents.local_agents import AgentInstallError, LocalAgents, Resolved
 from app.agents.local_process import AgentProcess, runs_dir
 from app.agents.log_lines import LogFollower
 from app.agents.outcome import judge
+from app.agents.relay import AgentRelay, RelayLease
 from app.agents.sandbox import AgentSandbox
 from app.agents.stall import StallWatch
 from app.agents.workspace import WorkspaceManager
@@ -57,7 +58,8 @@ GIT_CONFIG_NOTE = "git-config.json"
 class LocalRunner:
     def __init__(self, workspaces: WorkspaceManager, settings: Settings, *, entrypoint: Path = ENTRYPOINT,
                  agents: LocalAgents | None = None, log_poll_seconds: float = LOG_POLL_SECONDS,
-                 environ: Mapping[str, str] | None = None, metrics: Metrics | None = None) -> None:
+                 environ: Mapping[str, str] | None = None, metrics: Metrics | None = None,
+                 relay: AgentRelay | None = None) -> None:
         self._workspaces = workspaces
         self._metrics = metrics
         self._log_poll_seconds = log_poll_seconds
@@ -66,7 +68,7 @@ class LocalRunner:
         self.agents = agents or LocalAgents(settings)
         self._environ = os.environ if environ is None else environ
         """The service's environment, which agents' variables are picked from by name."""
-        self.sandbox = AgentSandbox(settings, self._environ, data_root=workspaces.root)
+        self.sandbox = AgentSandbox(settings, self._environ, data_root=workspaces.root, relay=relay)
 
     def _env(self, job: AgentJob, agent_env: dict[str, str]) -> dict[str, str]:
         return local_agent_env(self._environ, self._settings, job, agent_env)
@@ -76,13 +78,18 @@ class LocalRunner:
         runs = runs_dir(self._workspaces.root)
         found = AgentProcess.find(runs, name)
         if found is not None:
-            if found.alive() or found.exit_code() is not None:
-                if found.alive():
+            alive = found.alive()
+            if alive or found.exit_code() is not None:
+                if alive:
                     log.info("re-attaching to agent %s (pid %d)", name, found.pid)
                 else:
                     log.info("agent %s ended while no service watched it: judging its result", name)
                 guard, lost = _recorded_guard(found, job)
-                result = await self._guarded(found, job, on_log, guard, replay=True)
+                lease = await self._relay_again(job, on_log) if alive else None
+                try:
+                    result = await self._guarded(found, job, on_log, guard, replay=True)
+                finally:
+                    await self.sandbox.release(lease)
                 return _failed(result, lost) if lost is not None else result
             log.info("agent %s (pid %d) is gone without an exit status: starting it again", name, found.pid)
             found.kill_orphans()
@@ -101,16 +108,32 @@ class LocalRunner:
                                               program=resolved.program if resolved else None)
         if confined.refusal is not None:
             return judge(self._workspaces, job, exit_code=None, log_tail=confined.refusal, failure=confined.refusal)
-        await self._retire_other_attempts(runs, job, name)
-        await prepare()
-        guard = GitConfigGuard.record(job.workspace) if job.entrypoint_mode != "git" else None
-        process = AgentProcess.launch(runs, name, job.workspace, confined.argv, confined.env,
-                                      thread_id=job.thread_id, step=step_label(job),
-                                      notes={GIT_CONFIG_NOTE: guard.to_json()} if guard is not None else None)
-        result = await self._guarded(process, job, on_log, guard, replay=False)
+        try:  # the step's relay sockets are closed however it ends (suspended: left for the next service)
+            await self._retire_other_attempts(runs, job, name)
+            await prepare()
+            await self.sandbox.provide_test_tools(job, confined)
+            guard = GitConfigGuard.record(job.workspace) if job.entrypoint_mode != "git" else None
+            process = AgentProcess.launch(runs, name, job.workspace, confined.argv, confined.env,
+                                          thread_id=job.thread_id, step=step_label(job),
+                                          notes={GIT_CONFIG_NOTE: guard.to_json()} if guard is not None else None)
+            result = await self._guarded(process, job, on_log, guard, replay=False)
+        finally:
+            await self.sandbox.release(confined.lease)
         if resolved is None:
             return result
         return result.model_copy(update={"program": resolved.program, "fallback": resolved.fallback})
+
+    async def _relay_again(self, job: AgentJob, on_log: LogSink | None) -> RelayLease | None:
+        """The relay of a running sandboxed step this service re-attaches to (its sockets died with
+        the service that started it)."""
+        resolved = None
+        if job.entrypoint_mode == "agent":
+            try:
+                resolved = await self.agents.resolve(job.agent_type, log=_progress_sink(on_log))
+            except AgentInstallError:
+                return None
+        env = self._env(job, resolved.env if resolved else {})
+        return await self.sandbox.reopen(job, env, program=resolved.program if resolved else None)
 
     def program(self, agent_type: str) -> str:
         return self.agents.program(agent_type)

@@ -21,13 +21,21 @@ entrypoint itself needs read back in read-only when it lies inside one of them (
 the service's Python, the local programs' installs), and the hidden paths inside those emptied
 again; then read-write the workspace (its `.git`, a linked worktree's git dir: read-only), `AGENT_SANDBOX_WRITABLE`
 and for test runs a per-client tool cache. No capability survives (as root, user-namespace
-capabilities would let it unmount the hiding tmpfs), the network stays shared (the model is on loopback),
-and there is no `--new-session`: the runner stops an agent by signalling its process group, and
-the sandboxed processes stay in it (agents run without a controlling terminal, in a session
-`AgentProcess` starts, so TIOCSTI is no way out). bwrap dies of SIGTERM at once and its
-`--die-with-parent` would then SIGKILL the entrypoint before it writes its result, so bwrap runs
-with SIGTERM ignored (`env --ignore-signal`) and the entrypoint with it restored; SIGKILL of the
-group ends the PID namespace's init and with it everything inside, even what left the group.
+capabilities would let it unmount the hiding tmpfs), and there is no `--new-session`: the runner
+stops an agent by signalling its process group, and the sandboxed processes stay in it (agents
+run without a controlling terminal, in a session `AgentProcess` starts, so TIOCSTI is no way out).
+bwrap dies of SIGTERM at once and its `--die-with-parent` would then SIGKILL the entrypoint
+before it writes its result, so bwrap runs with SIGTERM ignored (`env --ignore-signal`) and the
+entrypoint with it restored; SIGKILL of the group ends the PID namespace's init and with it
+everything inside, even what left the group.
+
+The network is the sandbox's own (`--unshare-net`: only its `lo`, so no loopback service of the
+host, no abstract Unix socket and no host address is reachable), `/run` is hidden with the other
+socket directories, and the step's relay directory (`relay.py`) is bound at `/run/jervis-relay`:
+the forwarder (`relay_forwarder.py`), started before the entrypoint, listens on the loopback ports
+of the endpoints the step may reach (`relay_routes.py`) and hands each connection to the relay.
+Every tmpfs (the private /tmp, the hiding ones) has a size (`AGENT_SANDBOX_TMPFS_MB`). Test runs
+reach nothing: the pytest they may need is installed by the service beforehand (`test_tools.py`).
 
 Git mode (commit, push after the user's approval) stays unconfined: it is the service's own git
 step, runs no agent, and needs what the sandbox hides (the user's git identity, SSH keys and
@@ -50,7 +58,12 @@ from hashlib import sha256
 from pathlib import Path
 
 from app.agents.base import AgentJob
+from app.agents.control import should_detach
+from app.agents.job_spec import job_name
 from app.agents.programs import PROJECT_ROOT, resolve
+from app.agents.relay import INSIDE, RELAY_DIR, AgentRelay, RelayLease
+from app.agents.relay_routes import PROXY_VARIABLES, step_routes
+from app.agents.test_tools import provide_pytest
 from app.agents.worktrees import WORKTREES_SUFFIX
 from app.config import Settings
 
@@ -59,13 +72,18 @@ log = logging.getLogger(__name__)
 #: The probe's deadline: a bwrap that hangs is a bwrap that does not work.
 PROBE_TIMEOUT_SECONDS = 5.0
 #: Namespaces, capabilities and lifetime of every sandbox (and of the probe).
-ISOLATION = ("--unshare-all", "--share-net", "--cap-drop", "ALL", "--die-with-parent")
+ISOLATION = ("--unshare-all", "--cap-drop", "ALL", "--die-with-parent")
 #: bwrap runs with SIGTERM ignored; the command inside gets its default back.
 SIGNAL_GUARD = ("env", "--ignore-signal=TERM")
 SIGNAL_RESTORE = ("env", "--default-signal=TERM")
 #: Sockets that would hand a process on the host root (hidden when they exist).
 HOST_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
                 "/run/podman/podman.sock")
+#: Directories where services keep their sockets (a socket on a read-only mount still connects):
+#: hidden whole (`find / -xdev -type s` on the machines this runs on finds them under these).
+SOCKET_DIRECTORIES = ("/run", "/var/run")
+#: The in-sandbox forwarder, run with the service's Python (isolated, no site: the standard library only).
+FORWARDER = Path(__file__).resolve().with_name("relay_forwarder.py")
 #: Aider flags that make it run commands (the project's tests, its own suggestions).
 AIDER_SHELL_FLAGS = frozenset({"--test-cmd", "--auto-test", "--suggest-shell-commands"})
 #: The service's own folder on DATA_ROOT; test runs keep installed tools under it, per client.
@@ -92,6 +110,8 @@ class Confined:
     env: dict[str, str]
     refusal: str | None = None
     """Set: the step must not start (no sandbox for an agent that can run commands)."""
+    lease: RelayLease | None = None
+    """The step's relay sockets: open until the runner releases them (`AgentSandbox.release`)."""
 
 
 _PROBES: dict[str, Probe] = {}
@@ -140,11 +160,13 @@ class AgentSandbox:
     """The confinement of the local runner's entrypoint, per step (`confine`)."""
 
     def __init__(self, settings: Settings, environ: Mapping[str, str], *, data_root: Path,
-                 project_root: Path = PROJECT_ROOT) -> None:
+                 project_root: Path = PROJECT_ROOT, relay: AgentRelay | None = None) -> None:
         self._settings = settings
         self._environ = environ
         self._data_root = data_root.resolve()
         self._project_root = project_root.resolve()
+        self.relay = relay or AgentRelay(self._data_root / RELAY_DIR)
+        """What the sandboxed steps reach the network through (the service's, or one of this sandbox's own)."""
 
     @property
     def bwrap(self) -> str | None:
@@ -160,7 +182,7 @@ class AgentSandbox:
             return "off (AGENT_SANDBOX=off): agents run unconfined"
         found = await probe(self.bwrap)
         if found.works:
-            return f"{found.version}: workspace writable, home and data hidden"
+            return f"{found.version}: workspace writable, home and data hidden, network only to the model (relay)"
         if mode == "bwrap":
             return f"none ({found.problem}): AGENT_SANDBOX=bwrap refuses every agent; {INSTALL_HINT}"
         return (f"none ({found.problem}): Aider runs unconfined, other agents are refused; "
@@ -176,7 +198,9 @@ class AgentSandbox:
         bwrap = self.bwrap
         found = await probe(bwrap)
         if found.works and bwrap is not None:
-            return Confined(self.bwrap_argv(job, bwrap, command, env), self.sandbox_env(job, env))
+            lease = await self.relay.open(job_name(job), step_routes(self._settings, job, program, env))
+            return Confined(self.bwrap_argv(job, bwrap, command, env, lease), self.sandbox_env(job, env, lease),
+                            lease=lease)
         who = f"the agent {program}" if job.entrypoint_mode == "agent" else "the project's tests"
         if mode == "auto" and self.shell_free(job, program):
             warning = (f"warning: {found.problem}: {program} runs unconfined (it runs no shell command); "
@@ -188,6 +212,30 @@ class AgentSandbox:
                    f"Install bubblewrap ({INSTALL_HINT}), or set AGENT_SANDBOX=off to run agents unconfined.")
         log.warning("%s", refusal)
         return Confined([], env, refusal=refusal)
+
+    async def reopen(self, job: AgentJob, env: dict[str, str], *, program: str | None) -> RelayLease | None:
+        """The relay of a step whose sandbox is already running (the service restarted and
+        re-attaches): its sockets bound again where that sandbox looks. None when it has none."""
+        if self._settings.agent_sandbox == "off" or job.entrypoint_mode == "git" or not (await probe(self.bwrap)).works:
+            return None
+        return await self.relay.open(job_name(job), step_routes(self._settings, job, program, env))
+
+    async def release(self, lease: RelayLease | None) -> None:
+        """Close a step's relay sockets (its sandbox has ended, or is no longer watched)."""
+        if lease is not None:
+            await self.relay.release(lease, running=should_detach())
+
+    async def provide_test_tools(self, job: AgentJob, confined: Confined) -> None:
+        """A sandboxed test run that needs pytest gets it installed by the service first (the
+        sandbox has no network): `test_tools`. Call it after the hand-over files are written."""
+        bwrap = self.bwrap
+        if job.entrypoint_mode != "test" or confined.refusal is not None or bwrap is None \
+                or confined.argv[:len(SIGNAL_GUARD) + 1] != [*SIGNAL_GUARD, bwrap]:
+            return
+        said = await provide_pytest(job.workspace.resolve(), self.tools_dir(job), confined.env,
+                                    lambda command: self.bwrap_argv(job, bwrap, command, confined.env))
+        if said:
+            log.info("%s", said)
 
     def shell_free(self, job: AgentJob, program: str | None) -> bool:
         """Aider with no flag that lets it run commands (`AIDER_ARGS`); a test run never is."""
@@ -202,6 +250,7 @@ class AgentSandbox:
         never `/`."""
         candidates = [self._environ.get("HOME", ""), _home_of_user(), str(self._data_root),
                       self._environ.get("XDG_RUNTIME_DIR", ""), f"/run/user/{os.getuid()}", *HOST_SOCKETS,
+                      *SOCKET_DIRECTORIES,
                       *(str(resolve(os.path.expanduser(path))) for path in self._settings.agent_sandbox_hide)]
         return _existing(candidate for candidate in candidates if candidate)
 
@@ -223,19 +272,26 @@ class AgentSandbox:
         """`AGENT_SANDBOX_WRITABLE` that exist (a missing one is not created: it would be empty)."""
         return _existing(str(resolve(os.path.expanduser(path))) for path in self._settings.agent_sandbox_writable)
 
-    def bwrap_argv(self, job: AgentJob, bwrap: str, command: list[str], env: Mapping[str, str]) -> list[str]:
+    def bwrap_argv(self, job: AgentJob, bwrap: str, command: list[str], env: Mapping[str, str],
+                   lease: RelayLease | None = None) -> list[str]:
         """The whole command: `env --ignore-signal=TERM bwrap MOUNTS ISOLATION -- env
-        --default-signal=TERM COMMAND` (the module's docstring says why each piece)."""
+        --default-signal=TERM [FORWARDER ROUTES] COMMAND` (the module's docstring says why each piece)."""
         workspace = job.workspace.resolve()
         hidden = self.hidden_paths()
         # /tmp is emptied too: what the entrypoint needs from it is read back like from HOME.
         covered = [Path("/tmp"), *hidden]
         readable = _outermost(p for p in self.runtime_paths(env, command) if any(_within(p, h) for h in covered))
-        argv = [*SIGNAL_GUARD, bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        argv += _hide(_outermost(hidden))
+        size = str(self._settings.agent_sandbox_tmpfs_mb * 1024 * 1024)
+        argv = [*SIGNAL_GUARD, bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                "--size", size, "--tmpfs", "/tmp"]
+        argv += _hide(_outermost(hidden), size)
         for path in readable:
             argv += ["--ro-bind", str(path), str(path)]
-        argv += _hide(_outermost(h for h in hidden if any(_within(h, r) and h != r for r in readable)))
+        argv += _hide(_outermost(h for h in hidden if any(_within(h, r) and h != r for r in readable)), size)
+        if lease is not None and lease.routes.routes:
+            argv += ["--ro-bind", str(lease.directory), str(INSIDE)]
+            forwarded = [f"{route.port}={INSIDE / route.name}.sock" for route in lease.routes.routes]
+            command = [sys.executable, "-I", "-S", str(FORWARDER), *forwarded, "--", *command]
         argv += ["--bind", str(workspace), str(workspace)]
         argv += read_only_git(workspace)
         for path in self.writable_paths():
@@ -245,12 +301,15 @@ class AgentSandbox:
             argv += ["--bind", str(tools), str(tools)]
         return [*argv, *ISOLATION, "--chdir", str(workspace), "--", *SIGNAL_RESTORE, *command]
 
-    def sandbox_env(self, job: AgentJob, env: dict[str, str]) -> dict[str, str]:
-        """Temporary files in the sandbox's own /tmp; test runs install pytest into the client's
-        tool cache (the entrypoint's `JERVIS_TOOLS_DIR`), the one place outside the workspace
-        they may write and which outlives the run."""
-        confined = dict(env)
+    def sandbox_env(self, job: AgentJob, env: dict[str, str], lease: RelayLease | None = None) -> dict[str, str]:
+        """Temporary files in the sandbox's own /tmp; test runs find pytest in the client's tool
+        cache (the entrypoint's `JERVIS_TOOLS_DIR`), the one place outside the workspace they may
+        write and which outlives the run. The host's proxies are unreachable inside and dropped;
+        the relay's routes set what they need (a rewritten URL, the CONNECT proxy, `NO_PROXY`)."""
+        confined = {name: value for name, value in env.items() if name not in PROXY_VARIABLES}
         confined.update({name: "/tmp" for name in ("TMPDIR", "TMP", "TEMP") if name in env})
+        if lease is not None:
+            confined.update(lease.routes.env)
         if job.entrypoint_mode == "test":
             confined["JERVIS_TOOLS_DIR"] = str(self.tools_dir(job))
         return confined
@@ -314,11 +373,11 @@ def _venv_and_base(folder: Path) -> list[Path]:
     return [folder, *(Path(home).resolve().parent for home in homes[:1] if os.path.isabs(home))]
 
 
-def _hide(paths: Iterable[Path]) -> list[str]:
-    """An empty tmpfs over a directory, /dev/null over anything else."""
+def _hide(paths: Iterable[Path], size: str) -> list[str]:
+    """An empty tmpfs of at most `size` bytes over a directory, /dev/null over anything else."""
     argv: list[str] = []
     for path in paths:
-        argv += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+        argv += ["--size", size, "--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
     return argv
 
 

@@ -96,7 +96,8 @@ def test_the_workspace_is_bound_after_tmp_and_after_everything_hidden(tmp_path: 
     assert position(argv, "--tmpfs", "/tmp") < position(argv, "--tmpfs", str(home)) < bound
     assert position(argv, "--tmpfs", str(data)) < bound
     assert position(argv, "--ro-bind", "/dev/null", str(secret)) < bound  # a file is covered, not emptied
-    assert {"--unshare-all", "--share-net", "--die-with-parent"} <= set(argv)
+    assert {"--unshare-all", "--die-with-parent"} <= set(argv)
+    assert "--share-net" not in argv  # the sandbox's network is its own (issue 40)
     assert argv[position(argv, "--cap-drop") + 1] == "ALL"  # as root, user-namespace caps could unmount the tmpfs
     assert "--new-session" not in argv  # the runner stops the agent through its process group
     assert argv[position(argv, "--chdir") + 1] == str(workspace)
