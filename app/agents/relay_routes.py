@@ -16,7 +16,8 @@ What a step gets, from its environment and the settings:
   `count_tokens`: an HTTP-aware route that refuses every other path. Any endpoint on the
   service's own address gets that route, whatever variable named it.
 
-A loopback upstream keeps its port inside, so the configured URL works unchanged. A plain-HTTP
+A loopback upstream keeps its port inside, so the configured URL works unchanged (one below 1024,
+which nothing in the sandbox may listen on, gets another and its URL rewritten). A plain-HTTP
 upstream elsewhere gets a loopback port inside and the variable is rewritten to it. An HTTPS
 upstream elsewhere (Anthropic's API for Claude Code with a key) goes through an allow-listed
 CONNECT proxy (`HTTPS_PROXY` inside) that opens exactly those host:ports: TLS stays end to end,
@@ -50,6 +51,9 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 #: The first loopback port tried for an upstream that has none inside (a remote one, the proxy).
 FIRST_FREE_PORT = 18_400
+#: Ports below this need a capability to listen on, which nothing in the sandbox has: an upstream
+#: there gets a free port inside and its URL rewritten.
+FIRST_UNPRIVILEGED_PORT = 1024
 
 Kind = Literal["tcp", "http", "connect"]
 
@@ -133,7 +137,7 @@ class _Builder:
         else:
             inside = self._route(None, "tcp", address)
         if variable and (inside != port or not _is_loopback(host)):
-            self._env[variable] = _with_netloc(parts, f"127.0.0.1:{inside}")
+            self._env[variable] = _with_netloc(parts, _userinfo(parts) + f"127.0.0.1:{inside}")
 
     def _route(self, port: int | None, kind: Kind, upstream: tuple[str, int], *,
                paths: frozenset[str] = frozenset()) -> int:
@@ -141,7 +145,7 @@ class _Builder:
         for route in self._routes:
             if route.upstream == upstream and route.kind == kind:
                 return route.port
-        if port is None or any(route.port == port for route in self._routes):
+        if port is None or port < FIRST_UNPRIVILEGED_PORT or any(route.port == port for route in self._routes):
             port = self._free_port()
         self._routes.append(Route(name=f"r{len(self._routes)}", port=port, kind=kind, upstream=upstream, paths=paths))
         return port
@@ -178,6 +182,11 @@ def _same_endpoint(one: tuple[str, int], other: tuple[str, int]) -> bool:
     if one[1] != other[1]:
         return False
     return one[0] == other[0] or (_is_loopback(one[0]) and _is_loopback(other[0]))
+
+
+def _userinfo(parts: SplitResult) -> str:
+    """`user:password@` of a URL as written (a model server behind basic auth keeps it), or ''."""
+    return parts.netloc.rpartition("@")[0] + "@" if "@" in parts.netloc else ""
 
 
 def _with_netloc(parts: SplitResult, netloc: str) -> str:

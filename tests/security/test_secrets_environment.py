@@ -59,6 +59,10 @@ BASIC = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "SSH_AUTH_SOCK": "/tmp/ssh-agen
          "HF_HOME": "/cache/hf", "AGENT_ENV_PASSTHROUGH": '["HF_HOME"]'}
 #: What bubblewrap sets in the sandbox of agent and test steps: the directory it starts in.
 SANDBOX = {"PWD"}
+#: What the relay sets in an agent step's sandbox (app/agents/relay_routes.py): loopback is not proxied.
+RELAY = {"NO_PROXY", "no_proxy"}
+#: ... and for an HTTPS upstream elsewhere (Claude Code on Anthropic): its allow-listed CONNECT proxy.
+RELAY_PROXY = {"HTTPS_PROXY", "https_proxy"}
 #: The variables every step gets: the process basics, the pass-through and the contract's job variables.
 COMMON = {"PATH", "HOME", "LANG", "LC_ALL", "HF_HOME", "TASK_ID", "CLIENT_ID", "PROJECT_ID", "WORKSPACE_PATH",
           "OLLAMA_URL", "KNOWLEDGEBASE_URL", "KNOWLEDGEBASE_WRITE_URL", "AGENT_TYPE", "ALLOW_GIT", "JERVIS_MODE",
@@ -113,7 +117,7 @@ def expected_names(agent_type: str, mode: str, cloud: list[str]) -> set[str]:
     if mode == "test":  # and where the sandbox lets the entrypoint install pytest
         return COMMON | SANDBOX | {"JERVIS_TOOLS_DIR"}
     keys = {"junie": {"JUNIE_API_KEY"}, "claude": {"ANTHROPIC_API_KEY"} if "anthropic" in cloud else set()}
-    return COMMON | SANDBOX | {"AGENT_COMMAND", "AGENT_MODEL"} | keys.get(agent_type, set())
+    return COMMON | SANDBOX | RELAY | {"AGENT_COMMAND", "AGENT_MODEL"} | keys.get(agent_type, set())
 
 
 def leaked(text: str, handed: set[str]) -> list[str]:
@@ -254,7 +258,7 @@ async def test_claude_code_on_the_local_route_gets_a_derived_key_never_the_api_t
 
     assert result.program == "claude"
     program = {"PWD", "DISABLE_TELEMETRY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER",
-               "DISABLE_ERROR_REPORTING", "AGENT_MODEL", "ANTHROPIC_API_KEY"}
+               "DISABLE_ERROR_REPORTING", "AGENT_MODEL", "ANTHROPIC_API_KEY"} | RELAY
     if route == "local":
         program |= {"ANTHROPIC_BASE_URL", "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
                     "API_TIMEOUT_MS"}
@@ -262,6 +266,7 @@ async def test_claude_code_on_the_local_route_gets_a_derived_key_never_the_api_t
         assert seen["ANTHROPIC_BASE_URL"] == service_url(settings)
         assert leaked(json.dumps(seen), set()) == []
     else:
+        program |= RELAY_PROXY
         assert seen["ANTHROPIC_API_KEY"] == SECRETS["ANTHROPIC_API_KEY"]
         assert leaked(json.dumps(seen), {"ANTHROPIC_API_KEY"}) == []
     assert set(seen) == COMMON | program
