@@ -1,6 +1,6 @@
 """A workspace's git metadata kept as it was before an agent ran: defence in depth.
 
-The sandbox binds the git directory read-only (`sandbox.read_only_git`) and the service's own git
+The sandbox binds the git directory read-only (`sandbox_git.read_only_git`) and the service's own git
 refuses or ignores whatever an agent could plant there (`safe_git`); but an agent may still run
 unconfined (AGENT_SANDBOX=off, Aider without bubblewrap). So every file of the git metadata that
 configures a program or redirects the repository is read before the agent starts and compared
@@ -21,7 +21,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.agents.sandbox import worktree_git_dirs
+from app.agents.sandbox_git import worktree_git_dirs
 
 #: Files of a git directory that configure programs git runs or redirect the repository.
 CONFIG_FILES = ("config", "config.worktree", "commondir", "gitdir", "objects/info/alternates", "info/attributes")

@@ -63,8 +63,8 @@ from app.agents.job_spec import job_name
 from app.agents.programs import PROJECT_ROOT, resolve
 from app.agents.relay import INSIDE, RELAY_DIR, AgentRelay, RelayLease
 from app.agents.relay_routes import PROXY_VARIABLES, step_routes
+from app.agents.sandbox_git import read_only_git
 from app.agents.test_tools import provide_pytest
-from app.agents.worktrees import WORKTREES_SUFFIX
 from app.config import Settings
 
 log = logging.getLogger(__name__)
@@ -322,45 +322,6 @@ class AgentSandbox:
         folder = self._data_root / TOOLS_DIR / f"{slug}-{sha256(job.client_id.encode()).hexdigest()[:8]}"
         folder.mkdir(parents=True, exist_ok=True)
         return folder
-
-
-def read_only_git(workspace: Path) -> list[str]:
-    """bwrap arguments binding the workspace's git metadata read-only over its writable bind: its
-    `.git` (a directory, or a goal's worktree's `gitdir:` file) and a linked worktree's git
-    directory. The agent reads git (status, diff, log) but cannot plant what the service's own
-    git would run outside the sandbox (a `commondir`, hooks, config, attributes, alternates), and
-    a mount point cannot be renamed or replaced from inside."""
-    dot_git = workspace / ".git"
-    bound = [dot_git] if not dot_git.is_symlink() and (dot_git.is_dir() or dot_git.is_file()) else []
-    argv: list[str] = []
-    for path in [*bound, *worktree_git_dirs(workspace)]:
-        argv += ["--ro-bind", str(path), str(path)]
-    return argv
-
-
-def worktree_git_dirs(workspace: Path) -> list[Path]:
-    """The git directory a linked worktree (a parallel goal's, `<main>.jervis-goals/<goal>`) keeps
-    outside itself: its main workspace's `.git`, which holds the objects, refs and the worktree's
-    own HEAD and index. Only that one: a `.git` file an agent rewrote to point anywhere else
-    gets nothing bound (git then fails inside, and nothing outside is opened to the agent)."""
-    dot_git = workspace / ".git"
-    if dot_git.is_symlink() or not dot_git.is_file() or not workspace.parent.name.endswith(WORKTREES_SUFFIX):
-        return []
-    try:
-        text = dot_git.read_text(encoding="utf-8", errors="replace")[:4096].strip()
-        if not text.startswith("gitdir:"):
-            return []
-        git_dir = (workspace / text.removeprefix("gitdir:").strip()).resolve()
-        common_file = git_dir / "commondir"
-        common = (git_dir / common_file.read_text(encoding="utf-8").strip()).resolve() if common_file.is_file() \
-            else git_dir
-    except (OSError, RuntimeError):
-        return []
-    main = workspace.parent.with_name(workspace.parent.name.removesuffix(WORKTREES_SUFFIX))
-    if common != (main / ".git").resolve() or not common.is_dir() or not _within(git_dir, common):
-        log.warning("worktree %s: its git directory %s is not its main workspace's: not bound", workspace, common)
-        return []
-    return [common]
 
 
 def _venv_and_base(folder: Path) -> list[Path]:

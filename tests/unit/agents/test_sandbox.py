@@ -13,7 +13,8 @@ from pathlib import Path
 
 from app.agents.base import AgentJob
 from app.agents.local import LocalRunner
-from app.agents.sandbox import AgentSandbox, probe, worktree_git_dirs
+from app.agents.sandbox import AgentSandbox, probe
+from app.agents.sandbox_git import worktree_git_dirs
 from app.agents.workspace import StepBrief, WorkspaceManager
 from app.config import Settings
 from tests.support import SCRIPTED_AGENT, file_block, git, make_git_repo
