@@ -61,6 +61,8 @@ EXIT_RECORDER = Path(__file__).resolve().with_name("exit_recorder.py")
 FORGOTTEN_AFTER_SECONDS = 7 * 24 * 3600.0
 #: Seconds an agent gets between SIGTERM and SIGKILL (the entrypoint writes its result meanwhile).
 STOP_GRACE_SECONDS = 5.0
+#: How long `stop` waits, after SIGKILL, for the last of the group to be gone.
+GROUP_GONE_SECONDS = 2.0
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 #: New files of the service's own: never an existing name, never through a symlink.
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -271,6 +273,21 @@ class AgentProcess:
         # Leftovers in the group (children that ignored SIGTERM): the group id is still reserved
         # for them, so it cannot name anyone else's processes.
         self._signal_group(signal.SIGKILL)
+        if not await self._group_gone_within(GROUP_GONE_SECONDS):
+            log.warning("agent pid %d: processes of its group still live %g s after SIGKILL", self.pid,
+                        GROUP_GONE_SECONDS)
+
+    async def _group_gone_within(self, seconds: float) -> bool:
+        """The kernel ends what SIGKILL hits a moment later, and a sandbox's PID namespace (the relay
+        forwarder, whatever the agent started) once its init has died: wait, bounded, until no live
+        member of the group is left, so that a stopped agent is one that no longer runs."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while _group_members(self.pid):
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
 
     def kill_orphans(self) -> None:
         """A stale record whose leader is gone: kill what is left of its group. While any member
@@ -329,6 +346,21 @@ def _stat(pid: int) -> tuple[str, int] | None:
         return None
     fields = text.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
     return fields[0], int(fields[19])
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group `pgid`, from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] not in "ZX" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
 
 
 def _boot_id() -> str:
