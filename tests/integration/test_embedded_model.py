@@ -350,8 +350,10 @@ def test_llama_server_gets_slots_each_with_the_whole_context_of_one_request(
         assert opts["--alias"] == MODEL_ALIAS and opts["--host"] == "127.0.0.1"
         assert opts["--parallel"] == "3" and opts["--ctx-size"] == str(3 * 8192)
         assert opts["--threads"] == "1" and opts["--threads-batch"] == "2" and "--no-webui" in args
+        assert "--no-slots" in args and opts["--cors-origins"] == "localhost"  # no other run's prompts
         assert line.endswith("env PORT None")
-        assert model.server_name == "llama-server (3 slots of 8192 tokens)"
+        assert opts["--spec-type"] == "ngram-simple"  # drafts from the prompt: a whole-file edit copies it
+        assert model.server_name == "llama-server (3 slots of 8192 tokens, ngram-simple drafts)"
         assert model.state()["slots"] == "3" and model.litellm_model == f"openai/{MODEL_ALIAS}"
         assert model.measure_speed() == 23.5  # from the answer's timings, not a log line
 
