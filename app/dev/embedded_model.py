@@ -94,12 +94,12 @@ class EmbeddedModel(LaunchedServer):
         """`context_tokens`: the context of one request (llama-server's is `slots` times that);
         `draft`: llama-server's `--spec-type` (None: no speculative decoding);
         `env`: variables the server child gets besides the few it keeps of ours (`_CHILD_ENV_KEYS`)."""
-        self.model_path = Path(model_path)
+        self.model_path = Path(model_path).absolute()  # the server runs in `work_dir`
         self.env = dict(env or {})
         self.work_dir = Path(work_dir)
         self.alias = alias
         self.python = Path(python) if python is not None else Path(sys.executable)
-        self.program = Path(program) if program is not None else None
+        self.program = Path(program).absolute() if program is not None else None
         self.slots = slots if self.program is not None else 1
         self.draft = draft if self.program is not None else None
         self.context_tokens = context_tokens
