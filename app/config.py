@@ -126,8 +126,8 @@ class Settings(AgentSettings, ConsoleSettings):
     """How long `/health` reuses the LLM tiers' state (a BUSY local model's: 5 s at most)."""
     llm_health_timeout_seconds: float = Field(default=3.0, gt=0)
     """How long the LLM health check waits for a model listing. A local server that took the connection and did not
-    answer in this time is BUSY (serving another request: llama-cpp-python's server answers one at a time), not
-    OFFLINE; a dispatch checking the local model waits at most this long."""
+    answer in this time is BUSY (serving another request: llama-cpp-python's server, the embedded fallback, answers one
+    at a time), not OFFLINE; a dispatch checking the local model waits at most this long."""
     budget_max_tokens: int | None = 500_000
     """Model tokens per orchestration, agents' reported tokens included (a small task on the embedded model: ~1.5k;
     a request may set its own; none = unlimited)."""

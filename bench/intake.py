@@ -23,6 +23,7 @@ from app.config import Settings
 from app.dev.embedded_model import EmbeddedModel
 from app.dev.model_cache import DEFAULT_CACHE_DIR
 from app.dev.model_download import cached_model
+from app.dev.server_build import server_program
 from app.graph.rules.classification import RULE, classify
 from app.llm.provider import LitellmProvider
 from app.texts.language import detect_language
@@ -64,7 +65,8 @@ def main() -> None:
         path = cached_model(DEFAULT_CACHE_DIR)
         if path is None:
             raise SystemExit("the embedded model is not installed: run ./scripts/run.sh once (or pass --api-base)")
-        model = EmbeddedModel(path, work_dir=Path(tempfile.mkdtemp(prefix="bench-intake-")))
+        model = EmbeddedModel(path, work_dir=Path(tempfile.mkdtemp(prefix="bench-intake-")),
+                              program=server_program())  # as the launcher: llama-server where it is built
         started = time.monotonic()
         api_base, name, context = model.start(), model.litellm_model, model.context_tokens
         print(f"embedded model started in {time.monotonic() - started:.1f} s ({api_base})")

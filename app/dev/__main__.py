@@ -6,10 +6,12 @@ loopback port with its data under `.data/mongo`, and stopped with the service. `
 defaults to `.data/workspaces`.
 
 Without a reachable Ollama (`OLLAMA_URL` unset, or its `/api/tags` not answering within 1 s) and
-without `LOCAL_LLM_API_BASE`, an embedded model (Qwen2.5-Coder-1.5B-Instruct on llama-cpp-python,
-`app/dev/embedded_model.py`) is installed the first time (a 5-10 minute build and a 1.1 GB
-download, cached in `.cache/llm/`), started on a free loopback port and handed to the service as
-`LOCAL_LLM_API_BASE` / `LOCAL_LLM_MODEL`. `JERVIS_EMBEDDED_LLM=0` turns this off.
+without `LOCAL_LLM_API_BASE`, an embedded model (Qwen2.5-Coder-1.5B-Instruct on llama.cpp's
+`llama-server`, several requests at once, or llama-cpp-python's server where llama-server cannot
+be built; `app/dev/embedded_model.py`) is installed the first time (a 5-10 minute build and a
+1.1 GB download, cached in `.cache/llm/`), started on a free loopback port and handed to the
+service as `LOCAL_LLM_API_BASE` / `LOCAL_LLM_MODEL`. `JERVIS_EMBEDDED_LLM=0` turns this off;
+`EMBEDDED_LLM_SLOTS` sets llama-server's slots, `EMBEDDED_LLM_THREADS` its generation threads.
 
 Code steps run the local Aider (`LOCAL_AGENTS`), installed here the first time into
 `.cache/agents/aider-venv` (1-3 minutes). Status pushes go to `KOTLIN_SERVER_URL`, by default
@@ -32,7 +34,7 @@ from pathlib import Path
 
 from app.agents.local_agents import AgentInstallError, LocalAgents
 from app.config import Settings
-from app.dev.embedded_model import MODEL_ALIAS, EmbeddedModel, embedded_llm_decision
+from app.dev.embedded_model import DEFAULT_SLOTS, MODEL_ALIAS, EmbeddedModel, embedded_llm_decision
 from app.dev.embedded_mongo import EmbeddedMongo
 from app.dev.model_cache import DEFAULT_CACHE_DIR, EmbeddedModelError
 from app.dev.model_install import prepare
@@ -50,14 +52,16 @@ def start_embedded_llm(work_dir: Path) -> EmbeddedModel | None:
         print(f"LLM: {why}", flush=True)
         return None
     print(f"LLM: {why}; using the embedded model (JERVIS_EMBEDDED_LLM=0 turns it off)", flush=True)
-    model_path = prepare(Path(sys.prefix), DEFAULT_CACHE_DIR)
+    model_path, program = prepare(Path(sys.prefix), DEFAULT_CACHE_DIR)
     threads = os.environ.get("EMBEDDED_LLM_THREADS", "").strip()
-    model = EmbeddedModel(model_path, work_dir=work_dir, threads=int(threads) if threads.isdigit() else None)
+    slots = os.environ.get("EMBEDDED_LLM_SLOTS", "").strip()
+    model = EmbeddedModel(model_path, work_dir=work_dir, threads=int(threads) if threads.isdigit() else None,
+                          program=program, slots=int(slots) if slots.isdigit() and int(slots) > 0 else DEFAULT_SLOTS)
     started = time.monotonic()
     os.environ["LOCAL_LLM_API_BASE"] = model.start()
     os.environ["LOCAL_LLM_MODEL"] = model.litellm_model
     os.environ.setdefault("LOCAL_CONTEXT_TOKENS", str(model.context_tokens))  # larger calls escalate
-    print(f"embedded LLM {model.litellm_model} at {model.api_base} (started in "
+    print(f"embedded LLM {model.litellm_model} on {model.server_name} at {model.api_base} (started in "
           f"{time.monotonic() - started:.1f}s, log {model.log_file})", flush=True)
     speed = model.measure_speed()
     if speed is not None:  # a 1.5B model on 2 cores: about 7-20 tokens/s, so a 200-token plan is 10-30 s

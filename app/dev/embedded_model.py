@@ -1,9 +1,16 @@
-"""The embedded local LLM of the dev launcher: llama-cpp-python's OpenAI-compatible server.
+"""The embedded local LLM of the dev launcher: llama.cpp's server, or llama-cpp-python's.
 
 Without a reachable Ollama, `python -m app.dev` runs Qwen2.5-Coder-1.5B-Instruct on a free
 loopback port, like the embedded nx-27017. This module is the server process and that choice; the
-weights come from `app/dev/model_download.py` and the server program from
-`app/dev/model_install.py` (`python -m app.dev prepare` runs both, cached under `.cache/llm/`).
+weights come from `app/dev/model_download.py`, the server programs from `app/dev/server_build.py`
+(llama.cpp's `llama-server`, built from the sdist's vendored source) and `app/dev/model_install.py`
+(llama-cpp-python's, the fallback when llama-server cannot be built); `python -m app.dev prepare`
+runs them, cached under `.cache/llm/`.
+
+llama-server decodes several requests at once (`--parallel` slots, continuous batching), so a
+second run, an epic's parallel goals or the terminal client generate beside a running answer
+instead of waiting for it; llama-cpp-python's server answers one request at a time
+(`bench/model_server.py` measures both on the same model and threads).
 """
 
 from __future__ import annotations
@@ -21,9 +28,20 @@ from app.dev.model_cache import EmbeddedModelError
 
 #: The model name the server answers to and what litellm is given (`openai/<alias>`).
 MODEL_ALIAS = "qwen2.5-coder-1.5b"
-#: Context window of the server: a prompt plus its call's output cap must fit (a transcript
-#: correction asks for up to 8192 output tokens; the orchestration's own calls 300-1500).
+#: Context window of one request (of each of llama-server's slots): a prompt plus its call's output
+#: cap must fit (a transcript correction asks for up to 8192 output tokens; the orchestration's own
+#: calls 300-1500).
 DEFAULT_CONTEXT_TOKENS = 16384
+#: Requests llama-server decodes at once; each slot has its own `context_tokens` of KV cache
+#: (~28 KB a token for this model: 0.45 GB a slot at 16k). Measured in `bench/model_server.py`.
+DEFAULT_SLOTS = 4
+#: llama-server's speculative decoding: drafts looked up in the n-grams of the prompt and answer so
+#: far, verified in one batch (no draft model). A whole-file edit copies most of its file: measured
+#: on such rewrites, 34 instead of 16 tokens/s a stream, every draft accepted; no loss on new code.
+DRAFT = "ngram-simple"
+#: RAM for llama-server's cache of idle slots' prompts (its default is 8 GB): a returning run's
+#: prompt prefix is restored instead of computed again.
+PROMPT_CACHE_MIB = 1024
 
 _STOP_GRACE_SECONDS = 10.0
 _PROBE_SECONDS = 2.0
@@ -47,11 +65,14 @@ def default_threads() -> int:
 
 
 class EmbeddedModel(LaunchedServer):
-    """llama-cpp-python's OpenAI-compatible server for one GGUF on a free 127.0.0.1 port.
+    """An OpenAI-compatible server for one GGUF on a free 127.0.0.1 port: llama.cpp's
+    `llama-server` at `program` with `slots` requests decoded at once, else (`program` None)
+    llama-cpp-python's server of `python`, one request at a time.
 
     The child gets SIGTERM when the thread that started it dies (PR_SET_PDEATHSIG, as for
-    EmbeddedMongo): start it from the main thread. Requests queue instead of interrupting each
-    other (the server's default cuts a running stream short when a new request arrives).
+    EmbeddedMongo): start it from the main thread. On llama-cpp-python's server requests queue
+    instead of interrupting each other (its default cuts a running stream short when a new request
+    arrives).
     """
 
     def __init__(
@@ -61,18 +82,26 @@ class EmbeddedModel(LaunchedServer):
         work_dir: Path,
         alias: str = MODEL_ALIAS,
         python: Path | str | None = None,
+        program: Path | str | None = None,
+        slots: int = DEFAULT_SLOTS,
+        draft: str | None = DRAFT,
         context_tokens: int = DEFAULT_CONTEXT_TOKENS,
         threads: int | None = None,
         batch_threads: int | None = None,
         pick_port: Callable[[], int] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        """`env`: variables the server child gets besides the few it keeps of ours (`_CHILD_ENV_KEYS`)."""
-        self.model_path = Path(model_path)
+        """`context_tokens`: the context of one request (llama-server's is `slots` times that);
+        `draft`: llama-server's `--spec-type` (None: no speculative decoding);
+        `env`: variables the server child gets besides the few it keeps of ours (`_CHILD_ENV_KEYS`)."""
+        self.model_path = Path(model_path).absolute()  # the server runs in `work_dir`
         self.env = dict(env or {})
         self.work_dir = Path(work_dir)
         self.alias = alias
         self.python = Path(python) if python is not None else Path(sys.executable)
+        self.program = Path(program).absolute() if program is not None else None
+        self.slots = slots if self.program is not None else 1
+        self.draft = draft if self.program is not None else None
         self.context_tokens = context_tokens
         self.threads = threads or default_threads()
         self.batch_threads = batch_threads or os.cpu_count() or 1
@@ -109,7 +138,17 @@ class EmbeddedModel(LaunchedServer):
         self._server.start(self.command, self._lists_alias, timeout=timeout, cwd=self.work_dir, env=env)
         return self.api_base
 
+    @property
+    def server_name(self) -> str:
+        """Which server program runs, for the launcher's log and state file."""
+        if self.program is None:
+            return "llama-cpp-python (one request at a time)"
+        drafts = f", {self.draft} drafts" if self.draft else ""
+        return f"llama-server ({self.slots} slots of {self.context_tokens} tokens{drafts})"
+
     def command(self, port: int) -> list[str]:
+        if self.program is not None:
+            return self._llama_server_command(port)
         return [
             str(self.python), "-m", "llama_cpp.server",
             "--model", str(self.model_path),
@@ -127,6 +166,30 @@ class EmbeddedModel(LaunchedServer):
             "--logits_all", "false",
         ]
 
+    def _llama_server_command(self, port: int) -> list[str]:
+        assert self.program is not None
+        return [
+            str(self.program),
+            "--model", str(self.model_path),
+            "--alias", self.alias,
+            "--host", "127.0.0.1",
+            "--port", str(port),
+            # Each slot gets an equal share of the context (the KV cache is not unified): every
+            # request may use `context_tokens`, whatever the others hold.
+            "--parallel", str(self.slots),
+            "--ctx-size", str(self.slots * self.context_tokens),
+            "--fit", "off",  # the context as given, not shrunk to the free memory
+            "--threads", str(self.threads),
+            "--threads-batch", str(self.batch_threads),
+            "--cache-ram", str(PROMPT_CACHE_MIB),
+            "--no-webui",
+            # What an agent reaching the model (through the sandbox's relay) must not get: other
+            # runs' prompts (`GET /slots`), and answers read by any web page open in a browser here.
+            "--no-slots",
+            "--cors-origins", "localhost",
+            *(["--spec-type", self.draft] if self.draft else []),
+        ]
+
     def measure_speed(self, tokens: int = 32, timeout: float = 120.0) -> float | None:
         """Generation tokens per second of a short answer, as llama.cpp logs it (the answer also
         loads the weights the first real call would wait for); None when the server does not answer."""
@@ -136,14 +199,18 @@ class EmbeddedModel(LaunchedServer):
                                          headers={"Content-Type": "application/json"})
         try:
             with _NO_PROXY.open(request, timeout=timeout) as response:
-                response.read()
-        except OSError:
+                answer = json.loads(response.read())
+        except (OSError, ValueError):
             return None
+        timings = answer.get("timings") if isinstance(answer, dict) else None  # llama-server's
+        if isinstance(timings, dict) and isinstance(timings.get("predicted_per_second"), int | float):
+            return float(timings["predicted_per_second"])
         return _speed_from_log(self.log_file)
 
     def state(self) -> dict[str, str]:
         """What the launcher writes for tools that talk to the model directly (the benchmarks)."""
-        return {"api_base": self.api_base, "model": self.litellm_model, "log": str(self.log_file)}
+        return {"api_base": self.api_base, "model": self.litellm_model, "log": str(self.log_file),
+                "server": self.server_name, "slots": str(self.slots)}
 
     def _lists_alias(self, port: int, _pid: int) -> Readiness:
         """READY when `/v1/models` lists our alias; another server's list means FOREIGN."""
@@ -155,7 +222,6 @@ class EmbeddedModel(LaunchedServer):
         data = body.get("data", []) if isinstance(body, dict) else []
         ids = {entry.get("id") for entry in data if isinstance(entry, dict)}
         return Readiness.READY if self.alias in ids else Readiness.FOREIGN
-
 
 
 def ollama_reachable(url: str, timeout: float = 1.0) -> bool:

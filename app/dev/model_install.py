@@ -3,34 +3,36 @@
 llama-cpp-python is built from its sdist with `CMAKE_ARGS=-DGGML_NATIVE=OFF` (the native build
 crashed in its AMX code path on the machines this was measured on) into a wheel kept in
 `.cache/llm/wheels/`, then installed with its `[server]` extra, constrained by requirements.txt so
-no pinned service package moves. `prepare()` does this and the model download
-(`app/dev/model_download.py`) before the launcher starts the server (`app/dev/embedded_model.py`).
+no pinned service package moves. It is the fallback: `prepare()` downloads the model
+(`app/dev/model_download.py`) and builds llama.cpp's own server (`app/dev/server_build.py`), and
+installs llama-cpp-python only when that cannot be built, before the launcher starts the server
+(`app/dev/embedded_model.py`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from app.dev.model_cache import DEFAULT_CACHE_DIR, PROJECT_ROOT, EmbeddedModelError, Log, print_line
+from app.dev.model_cache import (
+    DEFAULT_CACHE_DIR,
+    PROJECT_ROOT,
+    REQUIREMENTS_FILE,
+    EmbeddedModelError,
+    Log,
+    build_progress,
+    pinned_llama_cpp_version,
+    print_line,
+)
 from app.dev.model_download import ensure_model
+from app.dev.server_build import ensure_llama_server
 from app.runtime.installs import LOG_TAIL_CHARS, locked, run_logged
 
-REQUIREMENTS_FILE = PROJECT_ROOT / "requirements-llm.txt"
 CONSTRAINTS_FILE = PROJECT_ROOT / "requirements.txt"
 BUILD_CMAKE_ARGS = "-DGGML_NATIVE=OFF"
-
-
-def pinned_llama_cpp_version(requirements: Path = REQUIREMENTS_FILE) -> str:
-    match = re.search(r"^llama-cpp-python(?:\[[^\]]*\])?==([\w.]+)", requirements.read_text(), re.M)
-    if not match:
-        raise EmbeddedModelError(f"{requirements} pins no llama-cpp-python version")
-    return match.group(1)
 
 
 def ensure_server_installed(
@@ -96,38 +98,26 @@ def _build_wheel(python: Path, version: str, wheels: Path, build_log: Path, log:
          "--no-cache-dir", "--no-binary", "llama-cpp-python", "-w", str(wheels),
          f"llama-cpp-python=={version}"],
         build_log, what=f"building llama-cpp-python {version}", error=EmbeddedModelError,
-        on_line=_build_progress(log), env=env,
+        on_line=build_progress(log), env=env,
     )
     if not list(wheels.glob(f"llama_cpp_python-{version}-*.whl")):
         raise EmbeddedModelError(f"the build left no llama-cpp-python wheel in {wheels}; see {build_log}")
     log(f"llm server: llama-cpp-python {version} built in {time.monotonic() - started:.0f}s")
 
 
-_NINJA_STEP = re.compile(r"^\s*\[(\d+)/(\d+)\]")
-
-
-def _build_progress(log: Log) -> Callable[[str], None]:
-    """A line callback that reports the build's ninja steps every 10 %."""
-    started = time.monotonic()
-    next_percent = 10
-
-    def on_line(line: str) -> None:
-        nonlocal next_percent
-        step = _NINJA_STEP.match(line)
-        if step:
-            percent = int(step.group(1)) * 100 // max(int(step.group(2)), 1)
-            if percent >= next_percent:
-                next_percent = percent // 10 * 10 + 10
-                log(f"llm server: build {percent:3d}% ({time.monotonic() - started:.0f}s)")
-
-    return on_line
-
-
-def prepare(venv: Path, cache_dir: Path = DEFAULT_CACHE_DIR, log: Log = print_line) -> Path:
-    """Install the model and the server (each once); return the model path.
+def prepare(venv: Path, cache_dir: Path = DEFAULT_CACHE_DIR, log: Log = print_line) -> tuple[Path, Path | None]:
+    """Install the model and a server program (each once); return the model's path and
+    llama-server's, None when it cannot be built and llama-cpp-python's server is installed instead.
 
     The download comes first: a network problem shows in seconds, not after a 10-minute build.
+    llama-cpp-python is built only when llama-server cannot be (no cmake, a failed build): it serves
+    one request at a time, llama-server several (`app/dev/embedded_model.py`).
     """
     model = ensure_model(cache_dir, log=log)
+    try:
+        return model, ensure_llama_server(Path(venv) / "bin" / "python", cache_dir=cache_dir, log=log)
+    except EmbeddedModelError as exc:
+        log(f"llm server: llama-server cannot be built ({str(exc).splitlines()[0]}); falling back to "
+            "llama-cpp-python's server, which answers one request at a time")
     ensure_server_installed(venv, cache_dir=cache_dir, log=log)
-    return model
+    return model, None

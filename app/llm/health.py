@@ -3,8 +3,10 @@
 OFFLINE: no API key, or the endpoint cannot be reached (connection refused, DNS failure, a
 connect that timed out); API_ERROR: reachable but failing (bad key, 5xx), or skipped by the
 circuit breaker; BUSY: a local model server that accepted the connection but did not answer
-within the probe's timeout — llama-cpp-python's server answers one request at a time, so while it
-generates for one client every other request, the model listing included, waits. BUSY is up: a
+within the probe's timeout — llama-cpp-python's server (the embedded model's fallback) answers one
+request at a time, so while it generates for one client every other request, the model listing
+included, waits; llama.cpp's `llama-server` (the embedded default) answers the listing from its
+HTTP threads while its slots generate, so it stays ONLINE however busy. BUSY is up: a
 dispatch is not refused, a call waits for its turn (`app/llm/provider.py`), and it is cached only
 briefly (`busy_cache_seconds`). A cloud endpoint that connects and does not answer stays OFFLINE.
 Checks are a model listing, not a completion — cheap, and cached, because /health is polled.

