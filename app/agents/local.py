@@ -226,6 +226,8 @@ class LocalRunner:
             await process.stop()  # cancelled: the agent must not outlive its run
             process.remove()
             raise
+        if not await process.group_gone():  # the sandbox's last processes end a moment after its leader
+            log.info("agent %s ended; processes of its group still run", name)
         emit(follower.finish())
         return self._judged(process, job, tail)
 

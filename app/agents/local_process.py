@@ -273,14 +273,15 @@ class AgentProcess:
         # Leftovers in the group (children that ignored SIGTERM): the group id is still reserved
         # for them, so it cannot name anyone else's processes.
         self._signal_group(signal.SIGKILL)
-        if not await self._group_gone_within(GROUP_GONE_SECONDS):
+        if not await self.group_gone():
             log.warning("agent pid %d: processes of its group still live %g s after SIGKILL", self.pid,
                         GROUP_GONE_SECONDS)
 
-    async def _group_gone_within(self, seconds: float) -> bool:
+    async def group_gone(self, seconds: float = GROUP_GONE_SECONDS) -> bool:
         """The kernel ends what SIGKILL hits a moment later, and a sandbox's PID namespace (the relay
         forwarder, whatever the agent started) once its init has died: wait, bounded, until no live
-        member of the group is left, so that a stopped agent is one that no longer runs."""
+        member of the group is left, so that an agent stopped or ended is one that no longer runs.
+        False when some are still there after `seconds` (an unconfined agent's daemon, say)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         while _group_members(self.pid):
