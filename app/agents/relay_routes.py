@@ -26,7 +26,6 @@ and the names are resolved outside (the sandbox has no DNS). Test runs get no ro
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -35,6 +34,7 @@ from urllib.parse import SplitResult, urlsplit
 from app.agents.base import AgentJob
 from app.agents.programs.claude import service_url
 from app.config import Settings
+from app.runtime.listen import is_loopback
 
 #: The variables that name a model endpoint, in the order their routes are made.
 MODEL_VARIABLES = ("OPENAI_API_BASE", "LLM_BASE_URL", "ANTHROPIC_BASE_URL")
@@ -168,12 +168,8 @@ def _address(url: str) -> tuple[str, int] | None:
 
 
 def _is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    """`listen.is_loopback`, and the other names Debian's hosts file gives loopback."""
+    return host in LOOPBACK_NAMES or is_loopback(host)
 
 
 def _same_endpoint(one: tuple[str, int], other: tuple[str, int]) -> bool:

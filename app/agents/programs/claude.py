@@ -34,6 +34,7 @@ from app.agents.programs import AgentInstallError, Log, resolve
 from app.config import Settings
 from app.llm.anthropic_messages import agent_key
 from app.runtime.installs import is_marked, locked, mark, run_logged
+from app.runtime.listen import ANY_ADDRESS
 
 CLAUDE_CODE_VERSION = "2.1.197"
 CLAUDE_CODE_SPEC = f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"
@@ -47,8 +48,6 @@ NO_TRAFFIC = {"DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFI
               "DISABLE_ERROR_REPORTING": "1"}
 #: Claude Code's own limit of one API request (`API_TIMEOUT_MS`).
 DEFAULT_REQUEST_TIMEOUT_MS = 600_000
-#: Listen addresses that mean "every interface": the agent connects to loopback instead.
-ANY_ADDRESS = frozenset({"", "0.0.0.0", "::", "[::]"})
 
 
 def service_url(settings: Settings) -> str:
