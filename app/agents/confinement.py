@@ -25,6 +25,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+#: The service's own folder on DATA_ROOT (the runner's state, the relay's sockets, the test tools): no
+#: workspace may lead into it (`WorkspaceManager.resolve`), and every sandbox hides it.
+SERVICE_DIR = Path(".orchestrator")
 #: Escaping links named in one error message; the rest are counted.
 NAMED_LINKS = 5
 

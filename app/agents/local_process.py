@@ -49,7 +49,7 @@ from app.agents import confinement
 log = logging.getLogger(__name__)
 
 #: The service's own folder of job folders, below DATA_ROOT (hidden from every sandbox).
-RUNS_DIR = Path(".orchestrator") / "agent-runs"
+RUNS_DIR = confinement.SERVICE_DIR / "agent-runs"
 RECORD_FILE = "record.json"
 LOG_FILE = "output.log"
 EXIT_FILE = "exit.json"

@@ -28,13 +28,14 @@ from collections.abc import Awaitable, Callable
 from hashlib import sha256
 from pathlib import Path
 
+from app.agents.confinement import SERVICE_DIR
 from app.agents.relay_http import HEAD_LIMIT, RefusedRequest, connect_target, forward_body, read_head, refusal
 from app.agents.relay_routes import Route, StepRoutes
 
 log = logging.getLogger(__name__)
 
 #: The relay's private sockets, under DATA_ROOT (hidden from every sandbox but for a step's own directory).
-RELAY_DIR = Path(".orchestrator") / "relay"
+RELAY_DIR = SERVICE_DIR / "relay"
 #: Where the sandbox sees a step's relay directory.
 INSIDE = Path("/run/jervis-relay")
 #: Bytes forwarded per read: whatever has arrived is sent on at once.

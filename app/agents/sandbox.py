@@ -58,6 +58,7 @@ from hashlib import sha256
 from pathlib import Path
 
 from app.agents.base import AgentJob
+from app.agents.confinement import SERVICE_DIR
 from app.agents.control import should_detach
 from app.agents.job_spec import job_name
 from app.agents.programs import PROJECT_ROOT, resolve
@@ -87,7 +88,7 @@ FORWARDER = Path(__file__).resolve().with_name("relay_forwarder.py")
 #: Aider flags that make it run commands (the project's tests, its own suggestions).
 AIDER_SHELL_FLAGS = frozenset({"--test-cmd", "--auto-test", "--suggest-shell-commands"})
 #: The service's own folder on DATA_ROOT; test runs keep installed tools under it, per client.
-TOOLS_DIR = Path(".orchestrator") / "agent-tools"
+TOOLS_DIR = SERVICE_DIR / "agent-tools"
 INSTALL_HINT = "apt-get install bubblewrap"
 
 

@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 
 JERVIS_DIR = ".jervis"
 #: The service's own folder under DATA_ROOT (agent runs, tool caches, pod ids): never a workspace.
-SERVICE_DIR = ".orchestrator"
 RESULT_FILE = "result.json"
 MANIFEST_FILE = "manifest.json"
 #: Files agents create by themselves while they run (aider's history and caches).
@@ -120,8 +119,9 @@ class WorkspaceManager:
             raise WorkspaceError("workspace_path must name a directory below DATA_ROOT, not DATA_ROOT itself")
         if not resolved.is_relative_to(self.root):
             raise WorkspaceError("workspace_path escapes DATA_ROOT (symlink?)")
-        if resolved.relative_to(self.root).parts[0] == SERVICE_DIR:  # an agent there would write the runner's state
-            raise WorkspaceError(f"workspace_path must not lead into the service's own {SERVICE_DIR}/ under DATA_ROOT")
+        service = confinement.SERVICE_DIR
+        if resolved.relative_to(self.root).parts[0] == service.name:  # an agent there would write the runner's state
+            raise WorkspaceError(f"workspace_path must not lead into the service's own {service}/ under DATA_ROOT")
         return resolved
 
     def require(self, workspace: Path) -> Path:
