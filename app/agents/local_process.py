@@ -339,27 +339,27 @@ class AgentProcess:
             self._pidfd = None
 
 
+def _stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (which may hold spaces): state first,
+    the process group third, the start ticks twentieth; None when there is no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def _stat(pid: int) -> tuple[str, int] | None:
     """(state, start ticks) of a process from /proc, or None when there is no such process."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-    return fields[0], int(fields[19])
+    fields = _stat_fields(pid)
+    return (fields[0], int(fields[19])) if fields is not None else None
 
 
 def _group_members(pgid: int) -> list[int]:
     """Live (not zombie) processes of process group `pgid`, from /proc."""
     members = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] not in "ZX" and int(fields[2]) == pgid:
+        if entry.name.isdigit() and (fields := _stat_fields(entry.name)) is not None \
+                and fields[0] not in "ZX" and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
 
